@@ -1,0 +1,28 @@
+"""linkrisk: how many people could an attacker re-identify in a masked microdata file?
+
+Public API (pandas DataFrames in, results out)::
+
+    import linkrisk
+    orig = linkrisk.datasets.synthetic(2000, 8, seed=1)
+    rel = linkrisk.mask(orig, "noise", a=0.25, seed=2)
+    linkrisk.attack(orig, rel, method="dbrl").rate
+"""
+
+from __future__ import annotations
+
+from . import datasets
+from .attacks import ATTACKS, AttackResult, attack
+from .errors import LinkriskError
+
+__version__ = "0.1.0"
+
+
+def mask(df, method, columns=None, seed=None, **params):  # noqa: ANN001, ANN201
+    """Mask ``df`` with ``method`` (see :func:`linkrisk.masking.mask`)."""
+    from .masking import mask as _mask
+
+    return _mask(df, method, columns=columns, seed=seed, **params)
+
+
+__all__ = ["ATTACKS", "AttackResult", "LinkriskError", "attack", "datasets", "mask",
+           "__version__"]

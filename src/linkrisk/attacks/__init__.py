@@ -1,0 +1,133 @@
+"""Record-linkage attacks (SPEC §2) behind one entry point, :func:`attack`."""
+
+from __future__ import annotations
+
+import inspect
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..data import attribute_kinds, parse_columns, select_qi, truth_from_ids
+from ..engine import DEFAULT_MEMORY_BUDGET
+from ..engine.nearest import Progress
+from ..errors import LinkriskError
+from . import distance, rank  # noqa: F401  (registers the attacks)
+from .base import ATTACKS, AttackResult, LinkContext, Outcome
+
+DIRECTIONS = {
+    "original->masked": "original->masked", "forward": "original->masked",
+    "o2m": "original->masked",
+    "masked->original": "masked->original", "backward": "masked->original",
+    "m2o": "masked->original",
+}
+
+
+def resolve_methods(methods: str | Sequence[str]) -> list[str]:
+    """Split ``"dbrl,rbrl_max"`` (or ``"all"``) and check every name."""
+    names = parse_columns(methods) or []
+    if names == ["all"]:
+        return list(ATTACKS)
+    unknown = [m for m in names if m not in ATTACKS]
+    if unknown:
+        raise LinkriskError(f"unknown attack {unknown[0]!r}; choose from {', '.join(ATTACKS)}")
+    if not names:
+        raise LinkriskError("no attack method given")
+    return names
+
+
+def make_context(
+    original: pd.DataFrame,
+    masked: pd.DataFrame,
+    qi: str | Sequence[str] | None = None,
+    *,
+    ids: str | Sequence[str] | None = None,
+    kinds: Mapping[str, str] | None = None,
+    direction: str = "original->masked",
+    memory_budget: int = DEFAULT_MEMORY_BUDGET,
+    seed: int = 0,
+    progress: Progress | None = None,
+) -> tuple[LinkContext, str]:
+    """Validate the inputs once and build the :class:`LinkContext` shared by attacks."""
+    for name, df in (("original", original), ("masked", masked)):
+        if not isinstance(df, pd.DataFrame):
+            raise LinkriskError(f"the {name} file must be a pandas DataFrame, got {type(df).__name__}")
+        if len(df) == 0:
+            raise LinkriskError(f"the {name} file has no rows")
+    if direction not in DIRECTIONS:
+        raise LinkriskError(f"unknown direction {direction!r}; use original->masked or "
+                            "masked->original")
+    direction = DIRECTIONS[direction]
+    cols = select_qi(original, masked, qi, ids)
+    k = attribute_kinds(original, cols, kinds)
+    a_df, b_df = (original, masked) if direction == "original->masked" else (masked, original)
+    truth = truth_from_ids(a_df, b_df, ids)
+    if memory_budget < 2**20:
+        raise LinkriskError("memory budget must be at least 1 MiB")
+    ctx = LinkContext(a_df[cols].reset_index(drop=True), b_df[cols].reset_index(drop=True),
+                      cols, k, truth, int(memory_budget), int(seed), progress)
+    return ctx, direction
+
+
+def run_attack(ctx: LinkContext, method: str, direction: str, **params: Any) -> AttackResult:
+    """Run one registered attack on a prepared context and package its result."""
+    if method not in ATTACKS:
+        raise LinkriskError(f"unknown attack {method!r}; choose from {', '.join(ATTACKS)}")
+    spec = ATTACKS[method]
+    accepted = [p for p in inspect.signature(spec.run).parameters if p != "ctx"]
+    bad = [p for p in params if p not in accepted]
+    if bad:
+        raise LinkriskError(f"attack {method!r} has no parameter {bad[0]!r}; "
+                            f"it accepts: {', '.join(accepted) or 'none'}")
+    t0 = time.perf_counter()
+    out: Outcome = spec.run(ctx, **params)
+    secs = time.perf_counter() - t0
+    s = out.sets
+    correct = s.correct
+    per = pd.DataFrame({"link": s.link, "candidates": s.count, "true_in_set": s.true_in_set,
+                        "correct": correct, "score": s.min_score})
+    per.index.name = "record"
+    total = float(correct.sum())
+    return AttackResult(method=method, n=ctx.n_a, n_released=ctx.n_b, correct_links=total,
+                        rate=total / ctx.n_a, per_record=per, qi=list(ctx.qi),
+                        direction=direction, params=dict(params), extra=dict(out.extra),
+                        seconds=secs)
+
+
+def attack(
+    original: pd.DataFrame,
+    masked: pd.DataFrame,
+    method: str = "dbrl",
+    qi: str | Sequence[str] | None = None,
+    *,
+    ids: str | Sequence[str] | None = None,
+    kinds: Mapping[str, str] | None = None,
+    direction: str = "original->masked",
+    memory_budget: int = DEFAULT_MEMORY_BUDGET,
+    seed: int = 0,
+    progress: Progress | None = None,
+    **params: Any,
+) -> AttackResult:
+    """Link ``masked`` back to ``original`` with attack ``method`` and count correct links.
+
+    ``qi``: the quasi-identifiers the attacker knows (default: all common columns);
+    ``ids``: id column(s) present in both files that define the truth (default: row order);
+    ``kinds``: attribute-kind overrides; ``direction``: ``original->masked`` (the attacker
+    holds original records and searches the release, default) or ``masked->original``;
+    ``memory_budget``: bytes of working memory for the blocked engine; ``seed``: tie
+    breaking of the reported link. Extra keyword arguments are the method's parameters.
+
+    Returns an :class:`AttackResult` with ``correct_links`` = Σ_a χ(true(a)∈C(a))/|C(a)|,
+    ``rate`` = correct_links / n and a ``per_record`` table.
+    """
+    resolve_methods(method)
+    ctx, direction = make_context(original, masked, qi, ids=ids, kinds=kinds,
+                                  direction=direction, memory_budget=memory_budget, seed=seed,
+                                  progress=progress)
+    return run_attack(ctx, method, direction, **params)
+
+
+__all__ = ["ATTACKS", "AttackResult", "attack", "make_context", "run_attack",
+           "resolve_methods"]

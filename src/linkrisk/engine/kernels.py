@@ -1,0 +1,163 @@
+"""Compiled (numba) pairwise kernels.
+
+One fused kernel serves every distance attack: for each attacker record it scans the
+released file tile by tile (a tile of B, stored attribute-major, stays in L2 cache while a
+chunk of attacker rows is scored against it), computes scores on the fly and keeps only
+the running minimum and the records tied with it. Nothing of size n×n' is ever stored.
+
+Scores are computed directly from differences (not with the GEMM identity), in float64,
+summing attributes in a fixed order, so the same pair always gets the same bits: this is
+what makes the tie rule (relative tolerance on the minimum) exact and reproducible.
+"""
+
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+SQEUCLIDEAN, L1, LINF, KERNEL = 0, 1, 2, 3
+METRIC_CODES = {"sqeuclidean": SQEUCLIDEAN, "l1": L1, "linf": LINF, "kernel": KERNEL}
+
+
+@nb.njit(inline="always")
+def _tile_scores(acc, a, bt, t0, w, metric, degree, kaa_i, kbb):
+    """acc[k] = score(a, B[t0+k]) for k < w. bt is B transposed (m × n')."""
+    m = a.shape[0]
+    for k in range(w):
+        acc[k] = 0.0
+    if metric == 0:
+        for j in range(m):
+            aj = a[j]
+            row = bt[j]
+            for k in range(w):
+                d = aj - row[t0 + k]
+                acc[k] += d * d
+    elif metric == 1:
+        for j in range(m):
+            aj = a[j]
+            row = bt[j]
+            for k in range(w):
+                acc[k] += abs(aj - row[t0 + k])
+    elif metric == 2:
+        for j in range(m):
+            aj = a[j]
+            row = bt[j]
+            for k in range(w):
+                d = abs(aj - row[t0 + k])
+                if d > acc[k]:
+                    acc[k] = d
+    else:
+        for j in range(m):
+            aj = a[j]
+            row = bt[j]
+            for k in range(w):
+                acc[k] += aj * row[t0 + k]
+        for k in range(w):
+            acc[k] = kaa_i + kbb[t0 + k] - 2.0 * (1.0 + acc[k]) ** degree
+
+
+@nb.njit(inline="always")
+def _mix(seed, i):
+    """splitmix64 of (seed, i): a reproducible per-record random number for tie breaking
+    that does not depend on thread scheduling."""
+    z = np.uint64(seed) * np.uint64(0x9E3779B97F4A7C15) + np.uint64(i) + np.uint64(1)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+@nb.njit(parallel=True, cache=True)
+def nearest_block(a_blk, row0, bt, metric, degree, kaa, kbb, truth, rtol, cap, seed, tile, chunk,
+                  out_min, out_count, out_true_score, out_link, out_overflow):
+    """Minimum score, tie count, the true image's score and a tie-broken link for each row
+    of ``a_blk`` (global row numbers start at ``row0``) against all of B.
+
+    Ties: C(a) = {b : s(a,b) ≤ s_min + rtol·|s_min|}. Each row keeps a buffer of at most
+    ``cap`` tied candidates; a row whose tie set overflows is flagged (``out_overflow``) and
+    finished by :func:`recount_rows`."""
+    n_a = a_blk.shape[0]
+    n_b = bt.shape[1]
+    n_chunks = (n_a + chunk - 1) // chunk
+    for c in nb.prange(n_chunks):
+        lo = c * chunk
+        hi = min(lo + chunk, n_a)
+        nr = hi - lo
+        acc = np.empty(tile)
+        best = np.full(nr, np.inf)
+        tscore = np.full(nr, np.inf)
+        buf_i = np.empty((nr, cap), np.int64)
+        buf_s = np.empty((nr, cap))
+        nbuf = np.zeros(nr, np.int64)
+        over = np.zeros(nr, np.bool_)
+        for t0 in range(0, n_b, tile):
+            w = min(tile, n_b - t0)
+            for r in range(nr):
+                i = lo + r
+                _tile_scores(acc, a_blk[i], bt, t0, w, metric, degree, kaa[row0 + i], kbb)
+                ti = truth[row0 + i]
+                if ti >= t0 and ti < t0 + w:
+                    tscore[r] = acc[ti - t0]
+                cur = best[r]
+                thr = cur + rtol * abs(cur)
+                for k in range(w):
+                    s = acc[k]
+                    if s <= thr:
+                        if s < cur:
+                            old = cur
+                            cur = s
+                            thr = cur + rtol * abs(cur)
+                            # drop buffered candidates no longer tied with the new minimum
+                            q = 0
+                            for p in range(nbuf[r]):
+                                if buf_s[r, p] <= thr:
+                                    buf_i[r, q] = buf_i[r, p]
+                                    buf_s[r, q] = buf_s[r, p]
+                                    q += 1
+                            nbuf[r] = q
+                            # records lost to an overflow scored >= old: gone if old > thr
+                            if over[r] and old > thr:
+                                over[r] = False
+                        if nbuf[r] < cap:
+                            buf_i[r, nbuf[r]] = t0 + k
+                            buf_s[r, nbuf[r]] = s
+                            nbuf[r] += 1
+                        else:
+                            over[r] = True
+                best[r] = cur
+        for r in range(nr):
+            i = lo + r
+            out_min[i] = best[r]
+            out_true_score[i] = tscore[r]
+            out_overflow[i] = over[r]
+            cnt = nbuf[r]
+            out_count[i] = cnt
+            if cnt > 0:
+                pick = _mix(seed, row0 + i) % np.uint64(cnt)
+                # buffer order is B order, so the pick does not depend on tiling
+                out_link[i] = buf_i[r, np.int64(pick)]
+            else:
+                out_link[i] = -1
+
+
+@nb.njit(parallel=True, cache=True)
+def recount_rows(rows, a, bt, metric, degree, kaa, kbb, thr, seed, tile, out_count, out_link):
+    """Exact tie count and a uniformly chosen tied record (reservoir sampling with the
+    per-record generator) for rows whose tie buffer overflowed; thresholds are known."""
+    n_b = bt.shape[1]
+    for p in nb.prange(rows.shape[0]):
+        i = rows[p]
+        acc = np.empty(tile)
+        cnt = 0
+        link = -1
+        state = _mix(seed, i)
+        for t0 in range(0, n_b, tile):
+            w = min(tile, n_b - t0)
+            _tile_scores(acc, a[i], bt, t0, w, metric, degree, kaa[i], kbb)
+            for k in range(w):
+                if acc[k] <= thr[p]:
+                    cnt += 1
+                    state = _mix(state, cnt)
+                    if state % np.uint64(cnt) == 0:
+                        link = t0 + k
+        out_count[p] = cnt
+        out_link[p] = link

@@ -1,0 +1,16 @@
+"""User-facing errors.
+
+Every problem caused by the caller's input raises :class:`LinkriskError` (a ``ValueError``)
+with a one-line message that says what was wrong and how to fix it. The CLI prints that
+line and exits non-zero instead of showing a traceback.
+"""
+
+from __future__ import annotations
+
+
+class LinkriskError(ValueError):
+    """A problem with the caller's input or parameters (message is one actionable line)."""
+
+
+class SingularCovarianceError(LinkriskError):
+    """A covariance matrix needed by an attack or masking method is singular."""
