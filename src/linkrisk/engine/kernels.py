@@ -15,12 +15,49 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-SQEUCLIDEAN, L1, LINF, KERNEL = 0, 1, 2, 3
-METRIC_CODES = {"sqeuclidean": SQEUCLIDEAN, "l1": L1, "linf": LINF, "kernel": KERNEL}
+SQEUCLIDEAN, L1, LINF, KERNEL, MIXED = 0, 1, 2, 3, 4
+METRIC_CODES = {"sqeuclidean": SQEUCLIDEAN, "l1": L1, "linf": LINF, "kernel": KERNEL,
+                "mixed": MIXED}
+
+
+class Tables:
+    """Per-attribute lookup tables for the ``mixed`` metric (categorical and mixed files).
+
+    Attribute j with ``size[j] == 0`` is numeric and contributes (a_j − b_j)²; otherwise a_j
+    and b_j are integer category codes in 0..size[j]−1 stored as floats and the attribute
+    contributes ``flat[off[j] + a_j·size[j] + b_j]`` (nominal 0/1, ordinal, weighted,
+    or ∞ for category pairs a masking method cannot produce)."""
+
+    def __init__(self, flat: np.ndarray, off: np.ndarray, size: np.ndarray):
+        self.flat = np.ascontiguousarray(flat, dtype=np.float64)
+        self.off = np.ascontiguousarray(off, dtype=np.int64)
+        self.size = np.ascontiguousarray(size, dtype=np.int64)
+
+    @classmethod
+    def empty(cls, m: int) -> Tables:
+        return cls(np.zeros(1), np.zeros(m, np.int64), np.zeros(m, np.int64))
+
+    @classmethod
+    def from_list(cls, tables: list[np.ndarray | None]) -> Tables:
+        """One entry per attribute: an L×L table, or None for a numeric attribute."""
+        flat, off, size, pos = [], [], [], 0
+        for t in tables:
+            if t is None:
+                off.append(0)
+                size.append(0)
+                continue
+            t = np.asarray(t, dtype=np.float64)
+            if t.ndim != 2 or t.shape[0] != t.shape[1]:
+                raise ValueError("a category distance table must be square")
+            off.append(pos)
+            size.append(t.shape[0])
+            flat.append(t.ravel())
+            pos += t.size
+        return cls(np.concatenate(flat) if flat else np.zeros(1), np.array(off), np.array(size))
 
 
 @nb.njit(inline="always")
-def _tile_scores(acc, a, bt, t0, w, metric, degree, kaa_i, kbb):
+def _tile_scores(acc, a, bt, t0, w, metric, degree, kaa_i, kbb, tflat, toff, tsize):
     """acc[k] = score(a, B[t0+k]) for k < w. bt is B transposed (m × n')."""
     m = a.shape[0]
     for k in range(w):
@@ -46,7 +83,7 @@ def _tile_scores(acc, a, bt, t0, w, metric, degree, kaa_i, kbb):
                 d = abs(aj - row[t0 + k])
                 if d > acc[k]:
                     acc[k] = d
-    else:
+    elif metric == 3:
         for j in range(m):
             aj = a[j]
             row = bt[j]
@@ -54,6 +91,19 @@ def _tile_scores(acc, a, bt, t0, w, metric, degree, kaa_i, kbb):
                 acc[k] += aj * row[t0 + k]
         for k in range(w):
             acc[k] = kaa_i + kbb[t0 + k] - 2.0 * (1.0 + acc[k]) ** degree
+    else:
+        for j in range(m):
+            aj = a[j]
+            row = bt[j]
+            L = tsize[j]
+            if L == 0:
+                for k in range(w):
+                    d = aj - row[t0 + k]
+                    acc[k] += d * d
+            else:
+                base = toff[j] + np.int64(aj) * L
+                for k in range(w):
+                    acc[k] += tflat[base + np.int64(row[t0 + k])]
 
 
 @nb.njit(inline="always")
@@ -67,8 +117,8 @@ def _mix(seed, i):
 
 
 @nb.njit(parallel=True, cache=True)
-def nearest_block(a_blk, row0, bt, metric, degree, kaa, kbb, truth, rtol, cap, seed, tile, chunk,
-                  out_min, out_count, out_true_score, out_link, out_overflow):
+def nearest_block(a_blk, row0, bt, metric, degree, kaa, kbb, tflat, toff, tsize, truth, rtol, cap,
+                  seed, tile, chunk, out_min, out_count, out_true_score, out_link, out_overflow):
     """Minimum score, tie count, the true image's score and a tie-broken link for each row
     of ``a_blk`` (global row numbers start at ``row0``) against all of B.
 
@@ -93,7 +143,8 @@ def nearest_block(a_blk, row0, bt, metric, degree, kaa, kbb, truth, rtol, cap, s
             w = min(tile, n_b - t0)
             for r in range(nr):
                 i = lo + r
-                _tile_scores(acc, a_blk[i], bt, t0, w, metric, degree, kaa[row0 + i], kbb)
+                _tile_scores(acc, a_blk[i], bt, t0, w, metric, degree, kaa[row0 + i], kbb,
+                             tflat, toff, tsize)
                 ti = truth[row0 + i]
                 if ti >= t0 and ti < t0 + w:
                     tscore[r] = acc[ti - t0]
@@ -140,7 +191,8 @@ def nearest_block(a_blk, row0, bt, metric, degree, kaa, kbb, truth, rtol, cap, s
 
 
 @nb.njit(parallel=True, cache=True)
-def recount_rows(rows, a, bt, metric, degree, kaa, kbb, thr, seed, tile, out_count, out_link):
+def recount_rows(rows, a, bt, metric, degree, kaa, kbb, tflat, toff, tsize, thr, seed, tile,
+                 out_count, out_link):
     """Exact tie count and a uniformly chosen tied record (reservoir sampling with the
     per-record generator) for rows whose tie buffer overflowed; thresholds are known."""
     n_b = bt.shape[1]
@@ -152,7 +204,7 @@ def recount_rows(rows, a, bt, metric, degree, kaa, kbb, thr, seed, tile, out_cou
         state = _mix(seed, i)
         for t0 in range(0, n_b, tile):
             w = min(tile, n_b - t0)
-            _tile_scores(acc, a[i], bt, t0, w, metric, degree, kaa[i], kbb)
+            _tile_scores(acc, a[i], bt, t0, w, metric, degree, kaa[i], kbb, tflat, toff, tsize)
             for k in range(w):
                 if acc[k] <= thr[p]:
                     cnt += 1

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import LinkriskError
-from .kernels import METRIC_CODES, nearest_block, recount_rows
+from .kernels import METRIC_CODES, Tables, nearest_block, recount_rows
 
 #: default working-memory budget of the engine, bytes
 DEFAULT_MEMORY_BUDGET = 512 * 2**20
@@ -52,6 +52,7 @@ def nearest_sets(
     metric: str = "sqeuclidean",
     truth: np.ndarray | None = None,
     degree: int = 2,
+    tables: Tables | None = None,
     memory_budget: int = DEFAULT_MEMORY_BUDGET,
     rtol: float = RTOL,
     seed: int = 0,
@@ -61,7 +62,8 @@ def nearest_sets(
     """Candidate sets C(a) = {b : s(a,b) ≤ min_b s + rtol·|min|} for every row a of ``a``.
 
     ``metric``: ``sqeuclidean`` (Σ(a−b)²), ``l1`` (Σ|a−b|), ``linf`` (max|a−b|) or ``kernel``
-    (K(a,a) − 2K(a,b) + K(b,b), K(x,y) = (1+x·y)^degree). ``truth[i]`` is the row of ``b``
+    (K(a,a) − 2K(a,b) + K(b,b), K(x,y) = (1+x·y)^degree) or ``mixed`` (numeric attributes
+    (a−b)², categorical ones looked up in ``tables``, see :class:`~.kernels.Tables`). ``truth[i]`` is the row of ``b``
     that is the true image of ``a[i]`` (−1: none). Memory is O((n_a + n_b)·m) plus a budgeted
     working set; no n_a×n_b matrix is formed. ``progress(done, total)`` is called per block.
     """
@@ -85,6 +87,11 @@ def nearest_sets(
     else:
         kaa = np.zeros(n_a)
         kbb = np.zeros(n_b)
+    if tables is None:
+        tables = Tables.empty(m)
+    if code == METRIC_CODES["mixed"]:
+        _check_codes(a, b, tables)
+    tabs = (tables.flat, tables.off, tables.size)
     bt = np.ascontiguousarray(b.T)
     rows, tile = plan_blocks(n_a, n_b, m, memory_budget, cap)
     chunk = 16
@@ -96,7 +103,7 @@ def nearest_sets(
     out_over = np.empty(n_a, np.bool_)
     for r0 in range(0, n_a, rows):
         r1 = min(r0 + rows, n_a)
-        nearest_block(a[r0:r1], r0, bt, code, degree, kaa, kbb, truth, rtol, cap, seed, tile,
+        nearest_block(a[r0:r1], r0, bt, code, degree, kaa, kbb, *tabs, truth, rtol, cap, seed, tile,
                       chunk, out_min[r0:r1], out_count[r0:r1], out_ts[r0:r1], out_link[r0:r1],
                       out_over[r0:r1])
         if progress is not None:
@@ -106,9 +113,18 @@ def nearest_sets(
     if over.size:
         cnt = np.empty(over.size, np.int64)
         lnk = np.empty(over.size, np.int64)
-        recount_rows(over.astype(np.int64), a, bt, code, degree, kaa, kbb, thr[over], seed, tile,
+        recount_rows(over.astype(np.int64), a, bt, code, degree, kaa, kbb, *tabs, thr[over], seed,
+                     tile,
                      cnt, lnk)
         out_count[over] = cnt
         out_link[over] = lnk
     true_in = (truth >= 0) & (out_ts <= thr)
     return NearestSets(out_min, out_count, true_in, out_ts, out_link)
+
+
+def _check_codes(a: np.ndarray, b: np.ndarray, tables: Tables) -> None:
+    """Category codes must be whole numbers inside their table (no out-of-bounds reads)."""
+    for j in np.flatnonzero(tables.size > 0):
+        for x in (a[:, j], b[:, j]):
+            if x.size and (x.min() < 0 or x.max() >= tables.size[j] or (x != np.floor(x)).any()):
+                raise LinkriskError(f"attribute {j}: category codes outside 0..{tables.size[j] - 1}")
