@@ -7,7 +7,6 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from ..data import attribute_kinds, parse_columns, select_qi, truth_from_ids
@@ -36,6 +35,11 @@ def resolve_methods(methods: str | Sequence[str]) -> list[str]:
     if not names:
         raise LinkriskError("no attack method given")
     return names
+
+
+def attack_params(method: str) -> list[str]:
+    """Names of the parameters attack ``method`` accepts."""
+    return [p for p in inspect.signature(ATTACKS[method].run).parameters if p != "ctx"]
 
 
 def make_context(
@@ -76,7 +80,7 @@ def run_attack(ctx: LinkContext, method: str, direction: str, **params: Any) -> 
     if method not in ATTACKS:
         raise LinkriskError(f"unknown attack {method!r}; choose from {', '.join(ATTACKS)}")
     spec = ATTACKS[method]
-    accepted = [p for p in inspect.signature(spec.run).parameters if p != "ctx"]
+    accepted = attack_params(method)
     bad = [p for p in params if p not in accepted]
     if bad:
         raise LinkriskError(f"attack {method!r} has no parameter {bad[0]!r}; "
@@ -129,5 +133,5 @@ def attack(
     return run_attack(ctx, method, direction, **params)
 
 
-__all__ = ["ATTACKS", "AttackResult", "attack", "make_context", "run_attack",
+__all__ = ["ATTACKS", "AttackResult", "attack", "attack_params", "make_context", "run_attack",
            "resolve_methods"]
