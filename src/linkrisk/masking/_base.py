@@ -1,0 +1,253 @@
+"""Shared pieces of the masking methods: the method spec, RNG and input/parameter checks.
+
+Every check raises :class:`~linkrisk.errors.LinkriskError` with one line saying what is
+wrong and how to fix it, so the CLI can print it as is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..errors import LinkriskError
+
+SeedLike = int | np.random.Generator | None
+
+#: how ``mask()`` picks the columns when ``columns=None`` (see ``default_columns``)
+COLUMN_RULES = ("numeric", "categorical", "ordered", "any")
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    """A registered masking method.
+
+    ``apply(df, columns, rng, **params)`` returns the masked columns (a DataFrame with
+    ``df``'s index); ``params`` maps each accepted parameter to its type (``list`` means a
+    list of column names, ``object`` a value checked by the method itself); ``defaults`` are
+    filled in before ``apply`` runs (a missing key means the parameter has no default).
+    ``strength`` names the parameter a study sweeps from mild to strong masking.
+    Calling the spec is ``mask(df, name, ...)``.
+    """
+
+    name: str
+    apply: Callable[..., pd.DataFrame]
+    params: Mapping[str, type]
+    defaults: Mapping[str, Any] = field(default_factory=dict)
+    kind: str = "numeric"            # "numeric" or "categorical"
+    columns_rule: str = "numeric"    # one of COLUMN_RULES
+    deterministic: bool = False
+    strength: str = ""
+    summary: str = ""
+
+    @property
+    def doc(self) -> str:
+        """The defining formulas and references: the docstring of the method's module."""
+        import sys
+
+        return sys.modules[self.apply.__module__].__doc__ or ""
+
+    def __call__(self, df: pd.DataFrame, columns: Sequence[str] | None = None,
+                 seed: SeedLike = None, **params: Any) -> pd.DataFrame:
+        from .registry import mask
+
+        return mask(df, self.name, columns=columns, seed=seed, **params)
+
+
+def as_rng(seed: SeedLike) -> np.random.Generator:
+    """``np.random.default_rng(seed)``; a Generator is used as is (and advanced)."""
+    if isinstance(seed, bool) or not (
+        seed is None or isinstance(seed, (int, np.integer, np.random.Generator))
+    ):
+        raise LinkriskError(f"seed must be a non-negative integer or a numpy Generator, got {seed!r}")
+    try:
+        return np.random.default_rng(seed)
+    except (ValueError, TypeError) as exc:
+        raise LinkriskError(f"invalid seed {seed!r}: use a non-negative integer") from exc
+
+
+# ---------------------------------------------------------------- column kinds / checks
+
+def column_kind(s: pd.Series) -> str:
+    """``numeric``, ``ordinal`` (ordered Categorical) or ``nominal`` (any other non-numeric
+    column; booleans count as nominal). Same rule as ``linkrisk.data.infer_kind``."""
+    if isinstance(s.dtype, pd.CategoricalDtype):
+        return "ordinal" if s.dtype.ordered else "nominal"
+    if pd.api.types.is_bool_dtype(s.dtype):
+        return "nominal"
+    if pd.api.types.is_numeric_dtype(s.dtype):
+        return "numeric"
+    return "nominal"
+
+
+def default_columns(df: pd.DataFrame, rule: str, exclude: Sequence[str] = ()) -> list[str]:
+    """Columns masked when the caller gives none.
+
+    numeric: numeric columns; categorical: non-numeric ones; ordered: ordered Categoricals,
+    else numeric columns; any: non-numeric columns, else numeric ones. ``exclude`` (e.g.
+    confidential or strata columns) is never included.
+    """
+    kinds = {c: column_kind(df[c]) for c in df.columns if c not in set(exclude)}
+    num = [c for c, k in kinds.items() if k == "numeric"]
+    cat = [c for c, k in kinds.items() if k != "numeric"]
+    if rule == "numeric":
+        return num
+    if rule == "categorical":
+        return cat
+    if rule == "ordered":
+        return [c for c, k in kinds.items() if k == "ordinal"] or num
+    return cat or num
+
+
+def check_frame(df: pd.DataFrame) -> None:
+    if not isinstance(df, pd.DataFrame):
+        raise LinkriskError(f"mask() needs a pandas DataFrame, got {type(df).__name__}")
+    if len(df) == 0:
+        raise LinkriskError("the file has no rows; nothing to mask")
+    if df.columns.has_duplicates:
+        dup = df.columns[df.columns.duplicated()].unique().tolist()
+        raise LinkriskError(f"duplicate column names {dup}; rename them before masking")
+
+
+def check_columns(df: pd.DataFrame, columns: Sequence[str], what: str = "columns") -> list[str]:
+    """Validate a list of column names of ``df`` (exist, no repeats, not empty)."""
+    if isinstance(columns, str):
+        columns = [columns]
+    cols = list(columns)
+    if not cols:
+        raise LinkriskError(f"{what} is empty; name at least one column")
+    missing = [c for c in cols if c not in df.columns]
+    if missing:
+        raise LinkriskError(
+            f"{what}: no column named {', '.join(map(repr, missing))}; "
+            f"the file has {', '.join(map(str, df.columns))}"
+        )
+    if len(set(cols)) != len(cols):
+        raise LinkriskError(f"{what} names a column twice")
+    return cols
+
+
+def check_no_missing(df: pd.DataFrame, columns: Sequence[str], method: str) -> None:
+    bad = [c for c in columns if df[c].isna().any()]
+    if bad:
+        raise LinkriskError(
+            f"{method}: column(s) {', '.join(map(repr, bad))} contain missing values (NaN); "
+            "impute or drop those records before masking"
+        )
+
+
+def numeric_matrix(df: pd.DataFrame, columns: Sequence[str], method: str) -> np.ndarray:
+    """The columns as an n×m float64 array; non-numeric, missing or infinite values raise."""
+    bad = [c for c in columns if column_kind(df[c]) != "numeric"]
+    if bad:
+        raise LinkriskError(
+            f"{method} masks numeric attributes only, but {', '.join(map(repr, bad))} "
+            f"{'is' if len(bad) == 1 else 'are'} not numeric; pass columns= with numeric columns "
+            "(or use a categorical method: pram, top_coding, bottom_coding, global_recoding)"
+        )
+    check_no_missing(df, columns, method)
+    x = np.column_stack([df[c].to_numpy(dtype=np.float64) for c in columns])
+    if not np.isfinite(x).all():
+        bad = [c for j, c in enumerate(columns) if not np.isfinite(x[:, j]).all()]
+        raise LinkriskError(f"{method}: column(s) {bad} contain infinite values; remove them first")
+    return x
+
+
+def frame_like(df: pd.DataFrame, columns: Sequence[str], values: np.ndarray,
+               keep_dtype: bool = False) -> pd.DataFrame:
+    """Masked values as a DataFrame with ``df``'s index. ``keep_dtype`` restores each input
+    column's dtype (for methods that release original values, e.g. swapping)."""
+    out = pd.DataFrame(values, index=df.index, columns=list(columns))
+    if keep_dtype:
+        for c in columns:
+            out[c] = out[c].astype(df[c].dtype)
+    return out
+
+
+# ---------------------------------------------------------------- parameter coercion
+
+def _typename(t: type) -> str:
+    return {int: "an integer", float: "a number", str: "a string", bool: "true/false",
+            list: "a list of column names"}.get(t, "a value")
+
+
+def coerce_param(method: str, name: str, value: Any, typ: type) -> Any:
+    """Coerce a parameter to its declared type (CLI values may arrive as strings)."""
+    if value is None or typ is object:
+        return value
+    if isinstance(value, Mapping) and typ is not list:
+        # per-column values, e.g. threshold={"age": 80, "income": 1e5}
+        return {k: coerce_param(method, f"{name}[{k!r}]", v, typ) for k, v in value.items()}
+    bad = LinkriskError(f"{method}: parameter {name} must be {_typename(typ)}, got {value!r}")
+    if typ is bool:
+        if isinstance(value, (bool, np.bool_)):
+            return bool(value)
+        if isinstance(value, str) and value.strip().lower() in ("true", "1", "yes", "false", "0", "no"):
+            return value.strip().lower() in ("true", "1", "yes")
+        raise bad
+    if typ is int:
+        if isinstance(value, (bool, np.bool_)):
+            raise bad
+        if isinstance(value, (int, np.integer)):
+            return int(value)
+        try:
+            f = float(value)
+        except (TypeError, ValueError):
+            raise bad from None
+        if not np.isfinite(f) or f != int(f):
+            raise bad
+        return int(f)
+    if typ is float:
+        if isinstance(value, (bool, np.bool_)):
+            raise bad
+        try:
+            f = float(value)
+        except (TypeError, ValueError):
+            raise bad from None
+        if np.isnan(f):
+            raise bad
+        return f
+    if typ is str:
+        if isinstance(value, str):
+            return value
+        raise bad
+    if typ is list:
+        if isinstance(value, str):
+            return [v.strip() for v in value.split(",") if v.strip()]
+        if isinstance(value, (list, tuple, pd.Index, np.ndarray)):
+            return list(value)
+        raise bad
+    return value
+
+
+def require(method: str, name: str, value: Any, hint: str) -> None:
+    if value is None:
+        raise LinkriskError(f"{method} needs parameter {name} ({hint})")
+
+
+def check_k(method: str, k: int, n: int) -> None:
+    if k < 1 or k > n:
+        raise LinkriskError(
+            f"{method}: k={k} is out of range; the group size k must satisfy 1 <= k <= n = {n}"
+        )
+
+
+def confidential_columns(df: pd.DataFrame, confidential: Sequence[str] | None,
+                         columns: Sequence[str], method: str) -> list[str]:
+    """Validate the confidential (regressor) columns: given, present, numeric, disjoint."""
+    if not confidential:
+        raise LinkriskError(
+            f"{method} needs confidential=[...]: the confidential attributes the masked QIs are "
+            "regressed on (e.g. confidential=['v3','v4'])"
+        )
+    conf = check_columns(df, confidential, what="confidential")
+    overlap = [c for c in conf if c in set(columns)]
+    if overlap:
+        raise LinkriskError(
+            f"{method}: {overlap} listed both in columns and in confidential; a column is either "
+            "masked (QI) or confidential, not both"
+        )
+    return conf
