@@ -117,10 +117,11 @@ def _mix(seed, i):
 
 
 @nb.njit(parallel=True, cache=True)
-def nearest_block(a_blk, row0, bt, metric, degree, kaa, kbb, tflat, toff, tsize, truth, rtol, cap,
+def nearest_block(a_blk, rid, bt, metric, degree, kaa, kbb, tflat, toff, tsize, truth, rtol, cap,
                   seed, tile, chunk, out_min, out_count, out_true_score, out_link, out_overflow):
     """Minimum score, tie count, the true image's score and a tie-broken link for each row
-    of ``a_blk`` (global row numbers start at ``row0``) against all of B.
+    of ``a_blk`` against all of B. ``rid``, ``kaa`` and ``truth`` are per row of ``a_blk``;
+    ``rid`` (the row's id in the whole attacker file) seeds its tie breaking.
 
     Ties: C(a) = {b : s(a,b) ≤ s_min + rtol·|s_min|}. Each row keeps a buffer of at most
     ``cap`` tied candidates; a row whose tie set overflows is flagged (``out_overflow``) and
@@ -143,9 +144,9 @@ def nearest_block(a_blk, row0, bt, metric, degree, kaa, kbb, tflat, toff, tsize,
             w = min(tile, n_b - t0)
             for r in range(nr):
                 i = lo + r
-                _tile_scores(acc, a_blk[i], bt, t0, w, metric, degree, kaa[row0 + i], kbb,
+                _tile_scores(acc, a_blk[i], bt, t0, w, metric, degree, kaa[i], kbb,
                              tflat, toff, tsize)
-                ti = truth[row0 + i]
+                ti = truth[i]
                 if ti >= t0 and ti < t0 + w:
                     tscore[r] = acc[ti - t0]
                 cur = best[r]
@@ -183,7 +184,7 @@ def nearest_block(a_blk, row0, bt, metric, degree, kaa, kbb, tflat, toff, tsize,
             cnt = nbuf[r]
             out_count[i] = cnt
             if cnt > 0:
-                pick = _mix(seed, row0 + i) % np.uint64(cnt)
+                pick = _mix(seed, rid[i]) % np.uint64(cnt)
                 # buffer order is B order, so the pick does not depend on tiling
                 out_link[i] = buf_i[r, np.int64(pick)]
             else:
@@ -191,7 +192,7 @@ def nearest_block(a_blk, row0, bt, metric, degree, kaa, kbb, tflat, toff, tsize,
 
 
 @nb.njit(parallel=True, cache=True)
-def recount_rows(rows, a, bt, metric, degree, kaa, kbb, tflat, toff, tsize, thr, seed, tile,
+def recount_rows(rows, rid, a, bt, metric, degree, kaa, kbb, tflat, toff, tsize, thr, seed, tile,
                  out_count, out_link):
     """Exact tie count and a uniformly chosen tied record (reservoir sampling with the
     per-record generator) for rows whose tie buffer overflowed; thresholds are known."""
@@ -201,7 +202,7 @@ def recount_rows(rows, a, bt, metric, degree, kaa, kbb, tflat, toff, tsize, thr,
         acc = np.empty(tile)
         cnt = 0
         link = -1
-        state = _mix(seed, i)
+        state = _mix(seed, rid[i])
         for t0 in range(0, n_b, tile):
             w = min(tile, n_b - t0)
             _tile_scores(acc, a[i], bt, t0, w, metric, degree, kaa[i], kbb, tflat, toff, tsize)
@@ -213,3 +214,42 @@ def recount_rows(rows, a, bt, metric, degree, kaa, kbb, tflat, toff, tsize, thr,
                         link = t0 + k
         out_count[p] = cnt
         out_link[p] = link
+
+
+@nb.njit(parallel=True, cache=True)
+def pair_scores(a, b, ia, ib, metric, degree, kaa, kbb, tflat, toff, tsize, out):
+    """Scores of the listed pairs (a[ia[p]], b[ib[p]]) with exactly the arithmetic of
+    :func:`_tile_scores` (same bits), for re-checking screened candidates."""
+    m = a.shape[1]
+    for p in nb.prange(ia.shape[0]):
+        i = ia[p]
+        j = ib[p]
+        if j < 0:
+            out[p] = np.inf
+            continue
+        acc = 0.0
+        if metric == 0:
+            for q in range(m):
+                d = a[i, q] - b[j, q]
+                acc += d * d
+        elif metric == 1:
+            for q in range(m):
+                acc += abs(a[i, q] - b[j, q])
+        elif metric == 2:
+            for q in range(m):
+                d = abs(a[i, q] - b[j, q])
+                if d > acc:
+                    acc = d
+        elif metric == 3:
+            for q in range(m):
+                acc += a[i, q] * b[j, q]
+            acc = kaa[i] + kbb[j] - 2.0 * (1.0 + acc) ** degree
+        else:
+            for q in range(m):
+                L = tsize[q]
+                if L == 0:
+                    d = a[i, q] - b[j, q]
+                    acc += d * d
+                else:
+                    acc += tflat[toff[q] + np.int64(a[i, q]) * L + np.int64(b[j, q])]
+        out[p] = acc

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import LinkriskError
-from .kernels import METRIC_CODES, Tables, nearest_block, recount_rows
+from .kernels import METRIC_CODES, Tables, nearest_block, pair_scores, recount_rows
 
 #: default working-memory budget of the engine, bytes
 DEFAULT_MEMORY_BUDGET = 512 * 2**20
@@ -58,14 +58,22 @@ def nearest_sets(
     seed: int = 0,
     cap: int = 32,
     progress: Progress | None = None,
+    screen: str = "auto",
+    row_ids: np.ndarray | None = None,
 ) -> NearestSets:
     """Candidate sets C(a) = {b : s(a,b) ≤ min_b s + rtol·|min|} for every row a of ``a``.
 
-    ``metric``: ``sqeuclidean`` (Σ(a−b)²), ``l1`` (Σ|a−b|), ``linf`` (max|a−b|) or ``kernel``
+    ``metric``: ``sqeuclidean`` (Σ(a−b)²), ``l1`` (Σ|a−b|), ``linf`` (max|a−b|), ``kernel``
     (K(a,a) − 2K(a,b) + K(b,b), K(x,y) = (1+x·y)^degree) or ``mixed`` (numeric attributes
     (a−b)², categorical ones looked up in ``tables``, see :class:`~.kernels.Tables`). ``truth[i]`` is the row of ``b``
     that is the true image of ``a[i]`` (−1: none). Memory is O((n_a + n_b)·m) plus a budgeted
     working set; no n_a×n_b matrix is formed. ``progress(done, total)`` is called per block.
+
+    ``screen``: ``"faiss"`` screens squared-Euclidean candidates with faiss's float32 flat
+    index and re-checks them exactly (see :mod:`.screen`); ``"none"`` always uses the exact
+    kernel; ``"auto"`` screens large problems when faiss is installed. Results are identical
+    either way. ``row_ids`` (default 0..n_a−1) seed each row's tie breaking, so a row gets
+    the same link whichever block or worker computes it.
     """
     if metric not in METRIC_CODES:
         raise LinkriskError(f"unknown metric {metric!r}; use one of {', '.join(METRIC_CODES)}")
@@ -77,25 +85,62 @@ def nearest_sets(
     n_b = b.shape[0]
     if n_a == 0 or n_b == 0:
         raise LinkriskError("cannot link an empty file")
-    if truth is None:
-        truth = np.full(n_a, -1, np.int64)
-    truth = np.ascontiguousarray(truth, dtype=np.int64)
+    truth = (np.full(n_a, -1, np.int64) if truth is None
+             else np.ascontiguousarray(truth, dtype=np.int64))
+    rid = (np.arange(n_a, dtype=np.int64) if row_ids is None
+           else np.ascontiguousarray(row_ids, dtype=np.int64))
+    if truth.shape != (n_a,) or rid.shape != (n_a,):
+        raise LinkriskError("truth and row_ids need one entry per attacker record")
+    if screen not in ("auto", "faiss", "none"):
+        raise LinkriskError(f"unknown screen {screen!r}; use auto, faiss or none")
     code = METRIC_CODES[metric]
-    if code == METRIC_CODES["kernel"]:
-        kaa = (1.0 + np.einsum("ij,ij->i", a, a)) ** degree
-        kbb = (1.0 + np.einsum("ij,ij->i", b, b)) ** degree
-    else:
-        kaa = np.zeros(n_a)
-        kbb = np.zeros(n_b)
     if tables is None:
         tables = Tables.empty(m)
     if code == METRIC_CODES["mixed"]:
         _check_codes(a, b, tables)
-    tabs = (tables.flat, tables.off, tables.size)
-    bt = np.ascontiguousarray(b.T)
-    rows, tile = plan_blocks(n_a, n_b, m, memory_budget, cap)
-    chunk = 16
+    kern = Kernel(code, degree, tables, a, b)
+    if code == METRIC_CODES["sqeuclidean"] and screen != "none":
+        from . import screen as scr
 
+        if screen == "faiss" or (scr.available() and n_a * n_b >= scr.MIN_PAIRS):
+            return scr.screened_sets(a, b, kern, truth, rid, rtol=rtol, seed=seed, cap=cap,
+                                     memory_budget=memory_budget, progress=progress)
+    return exact_sets(a, b, kern, truth, rid, rtol=rtol, seed=seed, cap=cap,
+                      memory_budget=memory_budget, progress=progress)
+
+
+class Kernel:
+    """The compiled kernels' metric arguments for one (A, B) pair of files."""
+
+    def __init__(self, code: int, degree: int, tables: Tables, a: np.ndarray, b: np.ndarray):
+        self.code, self.degree, self.tables = code, int(degree), tables
+        if code == METRIC_CODES["kernel"]:
+            self.kaa = (1.0 + np.einsum("ij,ij->i", a, a)) ** degree
+            self.kbb = (1.0 + np.einsum("ij,ij->i", b, b)) ** degree
+        else:
+            self.kaa, self.kbb = np.zeros(a.shape[0]), np.zeros(b.shape[0])
+
+    @property
+    def tabs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return self.tables.flat, self.tables.off, self.tables.size
+
+    def pair_scores(self, a: np.ndarray, b: np.ndarray, ia: np.ndarray, ib: np.ndarray
+                    ) -> np.ndarray:
+        """Scores of pairs (a[ia], b[ib]) with the kernels' exact arithmetic (−1 → ∞)."""
+        out = np.empty(ia.shape[0])
+        pair_scores(a, b, np.ascontiguousarray(ia, np.int64), np.ascontiguousarray(ib, np.int64),
+                    self.code, self.degree, self.kaa, self.kbb, *self.tabs, out)
+        return out
+
+
+def exact_sets(a: np.ndarray, b: np.ndarray, kern: Kernel, truth: np.ndarray, rid: np.ndarray,
+               *, rtol: float, seed: int, cap: int, memory_budget: int,
+               progress: Progress | None) -> NearestSets:
+    """The fused exact kernel over all of B for every row of ``a`` (blocked for progress)."""
+    n_a, m = a.shape
+    bt = np.ascontiguousarray(b.T)
+    rows, tile = plan_blocks(n_a, b.shape[0], m, memory_budget, cap)
+    chunk = 16
     out_min = np.empty(n_a)
     out_count = np.empty(n_a, np.int64)
     out_ts = np.empty(n_a)
@@ -103,8 +148,9 @@ def nearest_sets(
     out_over = np.empty(n_a, np.bool_)
     for r0 in range(0, n_a, rows):
         r1 = min(r0 + rows, n_a)
-        nearest_block(a[r0:r1], r0, bt, code, degree, kaa, kbb, *tabs, truth, rtol, cap, seed, tile,
-                      chunk, out_min[r0:r1], out_count[r0:r1], out_ts[r0:r1], out_link[r0:r1],
+        nearest_block(a[r0:r1], rid[r0:r1], bt, kern.code, kern.degree, kern.kaa[r0:r1],
+                      kern.kbb, *kern.tabs, truth[r0:r1], rtol, cap, seed, tile, chunk,
+                      out_min[r0:r1], out_count[r0:r1], out_ts[r0:r1], out_link[r0:r1],
                       out_over[r0:r1])
         if progress is not None:
             progress(r1, n_a)
@@ -113,9 +159,8 @@ def nearest_sets(
     if over.size:
         cnt = np.empty(over.size, np.int64)
         lnk = np.empty(over.size, np.int64)
-        recount_rows(over.astype(np.int64), a, bt, code, degree, kaa, kbb, *tabs, thr[over], seed,
-                     tile,
-                     cnt, lnk)
+        recount_rows(over.astype(np.int64), rid, a, bt, kern.code, kern.degree, kern.kaa,
+                     kern.kbb, *kern.tabs, thr[over], seed, tile, cnt, lnk)
         out_count[over] = cnt
         out_link[over] = lnk
     true_in = (truth >= 0) & (out_ts <= thr)
