@@ -1,0 +1,157 @@
+"""Global record linkage (gdbrl): our certified sparse solver vs scipy's dense assignment.
+
+Data: ``linkrisk.datasets.synthetic(n, 13, seed)`` masked with independent additive noise
+y_ij = x_ij + e_ij, e_ij ~ N(0, (0.25·σ_j)²). Cost: Euclidean distance on per-file
+standardized values (the gdbrl default).
+
+* ours  — ``linkrisk.attack(..., method="gdbrl", solver="sparse")``: blocked k-NN graph,
+          sparse Jonker–Volgenant, LP-duality certificate for the complete graph;
+* dense — the n×n cost matrix (scipy ``cdist``) and ``scipy.optimize.linear_sum_assignment``.
+
+Every case runs in its own subprocess; time is wall clock around the solve (data
+generation and numba compilation excluded), memory is the subprocess's peak RSS (and the
+increase over its RSS just before the solve). Usage::
+
+    python benchmarks/global_matching.py                 # 1080, 4092, 20000 (+ dense), 1e5
+    python benchmarks/global_matching.py --big           # also 1e6 (ours only)
+    python benchmarks/global_matching.py --skip-dense-above 5000
+    python benchmarks/global_matching.py --sizes 1080,4092
+    python benchmarks/global_matching.py --memory-budget 4294967296   # longer k-NN lists
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import time
+
+
+def _data(n: int, seed: int):
+    import numpy as np
+
+    from linkrisk.datasets import synthetic
+
+    x = synthetic(n, 13, seed)
+    rng = np.random.default_rng(seed + 1)
+    sd = x.std(ddof=1).to_numpy()
+    y = x + rng.standard_normal(x.shape) * (0.25 * sd)
+    return x, y
+
+
+def _rss_mb() -> float:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def _child(method: str, n: int, seed: int, budget: int) -> None:
+    import numpy as np
+
+    import linkrisk
+
+    x, y = _data(n, seed)
+    if method == "ours":
+        # compile (or load the cache of) the kernels outside the timing
+        linkrisk.attack(x.iloc[:300], y.iloc[:300], method="gdbrl", solver="sparse")
+        base = _rss_mb()
+        t0 = time.perf_counter()
+        r = linkrisk.attack(x, y, method="gdbrl", solver="sparse", memory_budget=budget)
+        secs = time.perf_counter() - t0
+        out = {"total_cost": r.extra["total_cost"], "certified": r.extra["certified"],
+               "rate": r.rate, "k": r.extra["k"], "k_list": r.extra.get("k_list"),
+               "rounds": r.extra.get("rounds"),
+               "scanned": r.extra.get("scanned_rows"), "n_edges": r.extra["n_edges"],
+               "t_knn": r.extra.get("seconds_knn"), "t_solve": r.extra.get("seconds_solve"),
+               "t_cert": r.extra.get("seconds_certify")}
+    else:
+        from scipy.optimize import linear_sum_assignment
+        from scipy.spatial.distance import cdist
+
+        from linkrisk.engine import standardize
+
+        base = _rss_mb()
+        t0 = time.perf_counter()
+        a, b = standardize(x.to_numpy()), standardize(y.to_numpy())
+        c = cdist(a, b)
+        ri, ci = linear_sum_assignment(c)
+        secs = time.perf_counter() - t0
+        out = {"total_cost": float(c[ri, ci].sum()), "certified": True,
+               "rate": float(np.mean(ci[np.argsort(ri)] == np.arange(n)))}
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    out.update(method=method, n=n, seconds=secs, peak_mb=peak, delta_mb=peak - base)
+    print(json.dumps(out))
+
+
+def _run(method: str, n: int, seed: int, timeout: float | None, budget: int) -> dict:
+    cmd = [sys.executable, __file__, "--child", method, "--n", str(n), "--seed", str(seed),
+           "--memory-budget", str(budget)]
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"method": method, "n": n, "error": f"timeout after {timeout:.0f} s"}
+    if p.returncode != 0:
+        return {"method": method, "n": n, "error": p.stderr.strip().splitlines()[-1]}
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="1080,4092,20000,100000")
+    ap.add_argument("--big", action="store_true", help="also n = 1,000,000 (ours only)")
+    ap.add_argument("--skip-dense-above", type=int, default=20000,
+                    help="run dense scipy only up to this n (default 20000)")
+    ap.add_argument("--dense-timeout", type=float, default=3600.0)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--memory-budget", type=int, default=2**30,
+                    help="linkrisk's working-memory budget in bytes (default 1 GiB); it "
+                         "bounds the k-NN list length of the certificate")
+    ap.add_argument("--child", choices=["ours", "dense"], help=argparse.SUPPRESS)
+    ap.add_argument("--n", type=int, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        _child(args.child, args.n, args.seed, args.memory_budget)
+        return
+
+    sizes = [int(s) for s in args.sizes.split(",") if s]
+    if args.big and 1_000_000 not in sizes:
+        sizes.append(1_000_000)
+    print(f"gdbrl, synthetic(n, 13) + 0.25·σ noise, Euclidean on standardized values; "
+          f"seed {args.seed}; memory budget {args.memory_budget / 2**20:.0f} MiB", flush=True)
+    head = (f"{'n':>9} | {'ours s':>8} {'peak MB':>8} {'+MB':>7} {'cert':>5} {'rate':>6} "
+            f"{'knn/solve/cert s':>18} | {'dense s':>8} {'peak MB':>8} {'+MB':>7} | "
+            f"{'speed-up':>8} {'same cost':>9}")
+    print(head)
+    print("-" * len(head), flush=True)
+    for n in sizes:
+        ours = _run("ours", n, args.seed, None, args.memory_budget)
+        dense = (_run("dense", n, args.seed, args.dense_timeout, args.memory_budget)
+                 if n <= min(args.skip_dense_above, 20000) else None)
+        print(_row(n, ours, dense), flush=True)
+
+
+def _row(n: int, o: dict, d: dict | None) -> str:
+    if "error" in o:
+        left = f"{'error: ' + o['error']:>67}"
+    else:
+        parts = "/".join(f"{o.get(k) or 0:.1f}" for k in ("t_knn", "t_solve", "t_cert"))
+        left = (f"{o['seconds']:8.2f} {o['peak_mb']:8.0f} {o['delta_mb']:7.0f} "
+                f"{str(o['certified']):>5} {o['rate']:6.3f} {parts:>18}")
+    if d is None:
+        right = f"{'—':>8} {'':>8} {'':>7} | {'':>8} {'':>9}"
+    elif "error" in d:
+        right = f"{d['error']:>25} | {'':>8} {'':>9}"
+    else:
+        same = "error" not in o and abs(o["total_cost"] - d["total_cost"]) <= 1e-9 * d["total_cost"]
+        ratio = d["seconds"] / o["seconds"] if "error" not in o else float("nan")
+        right = (f"{d['seconds']:8.2f} {d['peak_mb']:8.0f} {d['delta_mb']:7.0f} | "
+                 f"{ratio:7.1f}x {str(same):>9}")
+    return f"{n:>9} | {left} | {right}"
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,549 @@
+"""Exact blocked k-nearest-neighbour search and the other full scans of the global attack.
+
+Every kernel here walks A × B with the engine's tiling (a tile of B, attribute-major, stays
+in cache while a chunk of A rows is scored against it) and computes each score with the
+shared :func:`~.kernels._tile_scores` (squared Euclidean through a register-blocked copy
+with the same summation order, :func:`_sq_tile`), so a pair always gets the same bits as in
+the DBRL engine. Nothing of size n_a × n_b is stored, except by :func:`dense_costs`, which
+exists for the small-n dense assignment.
+
+*Costs* are scores mapped by ``root``: the cost is √max(s, 0) when ``root`` (Euclidean from
+the engine's squared Euclidean), else the score itself. √ is monotone, so order statistics
+of scores and of costs agree; every comparison against a cost threshold (Δ, a row limit, a
+dual offset) is made in cost units with the same arithmetic everywhere.
+
+Tie rule of the k-NN lists: order by (score, index) — equal scores keep the lower index, as
+a stable argsort of the score row would.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numba as nb
+import numpy as np
+
+from ..errors import LinkriskError
+from .kernels import METRIC_CODES, Tables, _tile_scores
+
+Progress = Callable[[int, int], None]
+
+
+# ---------------------------------------------------------------------------------------
+# metric set-up (what every kernel needs besides the two matrices)
+# ---------------------------------------------------------------------------------------
+@dataclass
+class Pairwise:
+    """Two files and an engine metric, ready for the kernels: ``x`` (rows) is scanned
+    against the attribute-major ``yt`` = yᵀ. ``kxx``/``kyy`` are the kernel metric's
+    K(x,x)/K(y,y) (zeros otherwise); ``tables`` the mixed metric's category tables."""
+
+    x: np.ndarray
+    y: np.ndarray
+    yt: np.ndarray
+    code: int
+    degree: int
+    kxx: np.ndarray
+    kyy: np.ndarray
+    tables: Tables
+    root: bool
+
+    @classmethod
+    def build(cls, x: np.ndarray, y: np.ndarray, metric: str = "sqeuclidean", *,
+              root: bool = False, degree: int = 2, tables: Tables | None = None) -> Pairwise:
+        if metric not in METRIC_CODES:
+            raise LinkriskError(f"unknown metric {metric!r}; use one of {', '.join(METRIC_CODES)}")
+        x = np.ascontiguousarray(x, dtype=np.float64)
+        y = np.ascontiguousarray(y, dtype=np.float64)
+        if x.ndim != 2 or y.ndim != 2 or x.shape[1] != y.shape[1]:
+            raise LinkriskError(f"attribute counts differ: {x.shape} vs {y.shape}")
+        if x.shape[0] == 0 or y.shape[0] == 0:
+            raise LinkriskError("cannot link an empty file")
+        code = METRIC_CODES[metric]
+        if code == METRIC_CODES["kernel"]:
+            kxx = (1.0 + np.einsum("ij,ij->i", x, x)) ** degree
+            kyy = (1.0 + np.einsum("ij,ij->i", y, y)) ** degree
+        else:
+            kxx, kyy = np.zeros(x.shape[0]), np.zeros(y.shape[0])
+        if tables is None:
+            tables = Tables.empty(x.shape[1])
+        return cls(x, y, np.ascontiguousarray(y.T), code, int(degree), kxx, kyy, tables,
+                   bool(root))
+
+    def swapped(self) -> Pairwise:
+        """The same costs with the roles of the files exchanged (score(y, x) = score(x, y)
+        bit for bit: each category table is transposed, K(x,x) and K(y,y) swap)."""
+        t = self.tables
+        flat = t.flat.copy()
+        for j in np.flatnonzero(t.size > 0):
+            L, o = int(t.size[j]), int(t.off[j])
+            flat[o:o + L * L] = t.flat[o:o + L * L].reshape(L, L).T.ravel()
+        return Pairwise(self.y, self.x, np.ascontiguousarray(self.x.T), self.code, self.degree,
+                        self.kyy, self.kxx, Tables(flat, t.off, t.size), self.root)
+
+    @property
+    def args(self) -> tuple:
+        """The metric arguments of ``_tile_scores`` after (x, yt)."""
+        return (self.code, self.degree, self.kxx, self.kyy, self.tables.flat,
+                self.tables.off, self.tables.size)
+
+    @property
+    def tile(self) -> int:
+        # an attribute-major tile of y (m × tile doubles) stays within ~256 KiB of cache
+        return int(np.clip(2**15 // max(self.x.shape[1], 1), 256, 4096))
+
+
+@nb.njit(inline="always")
+def _cost(s, root):
+    if root:
+        return np.sqrt(s) if s > 0.0 else 0.0
+    return s
+
+
+@nb.njit(inline="always")
+def _sq_tile(acc, a, bt, t0, w):
+    """Squared Euclidean scores of one row against a tile, 8 columns at a time in
+    registers. Each score is summed over the attributes in the same order as
+    :func:`~.kernels._tile_scores` (no contraction into FMA), so the bits are the same;
+    keeping the 8 partial sums in registers avoids re-loading and storing ``acc`` once
+    per attribute, which made the generic loop ~1.4x slower."""
+    m = a.shape[0]
+    k0 = 0
+    while k0 + 8 <= w:
+        s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = 0.0
+        b = t0 + k0
+        for j in range(m):
+            aj = a[j]
+            r = bt[j]
+            d0 = aj - r[b]
+            d1 = aj - r[b + 1]
+            d2 = aj - r[b + 2]
+            d3 = aj - r[b + 3]
+            d4 = aj - r[b + 4]
+            d5 = aj - r[b + 5]
+            d6 = aj - r[b + 6]
+            d7 = aj - r[b + 7]
+            s0 += d0 * d0
+            s1 += d1 * d1
+            s2 += d2 * d2
+            s3 += d3 * d3
+            s4 += d4 * d4
+            s5 += d5 * d5
+            s6 += d6 * d6
+            s7 += d7 * d7
+        acc[k0] = s0
+        acc[k0 + 1] = s1
+        acc[k0 + 2] = s2
+        acc[k0 + 3] = s3
+        acc[k0 + 4] = s4
+        acc[k0 + 5] = s5
+        acc[k0 + 6] = s6
+        acc[k0 + 7] = s7
+        k0 += 8
+    for k in range(k0, w):
+        s = 0.0
+        for j in range(m):
+            d = a[j] - bt[j, t0 + k]
+            s += d * d
+        acc[k] = s
+
+
+@nb.njit(inline="always")
+def _scores(acc, a, bt, t0, w, metric, degree, kaa_i, kbb, tflat, toff, tsize):
+    """:func:`~.kernels._tile_scores` with a register-blocked squared Euclidean path."""
+    if metric == 0:
+        _sq_tile(acc, a, bt, t0, w)
+    else:
+        _tile_scores(acc, a, bt, t0, w, metric, degree, kaa_i, kbb, tflat, toff, tsize)
+
+
+@nb.njit(inline="always")
+def _insert(vals, idx, s, j):
+    """Insert (s, j) into the ascending list ``vals`` (caller checked s < vals[-1]); an
+    equal value already present stays first, so ties keep their arrival order."""
+    p = vals.shape[0] - 1
+    while p > 0 and vals[p - 1] > s:
+        vals[p] = vals[p - 1]
+        idx[p] = idx[p - 1]
+        p -= 1
+    vals[p] = s
+    idx[p] = j
+
+
+def _row_blocks(n: int, parts: int = 32) -> int:
+    """Rows per Python-level block: ~``parts`` progress reports per pass."""
+    return int(max(256, -(-n // parts)))
+
+
+# ---------------------------------------------------------------------------------------
+# fused forward + backward k-NN
+# ---------------------------------------------------------------------------------------
+@nb.njit(parallel=True, cache=True)
+def _knn_pass(x, lo, hi, yt, metric, degree, kxx, kyy, tflat, toff, tsize, tile, chunk,
+              f_idx, f_sc, b_idx, b_sc, b_thr):
+    """Rows lo..hi of x against all of y. Forward lists f_* (n_x × k) are written for these
+    rows. Backward lists b_* (T × n_y × kb) are per thread (thread t takes the t-th slice of
+    each block of rows, so a list meets its rows in increasing order) and merged afterwards."""
+    n_y = yt.shape[1]
+    k = f_idx.shape[1]
+    kb = b_idx.shape[2]
+    T = b_idx.shape[0]
+    n = hi - lo
+    for t in nb.prange(T):
+        r0 = lo + (n * t) // T
+        r1 = lo + (n * (t + 1)) // T
+        acc = np.empty(tile)
+        fi = np.empty((chunk, k), np.int64)
+        fs = np.empty((chunk, k))
+        bi = b_idx[t]
+        bs = b_sc[t]
+        bth = b_thr[t]
+        for c0 in range(r0, r1, chunk):
+            nr = min(chunk, r1 - c0)
+            for r in range(nr):
+                for q in range(k):
+                    fi[r, q] = -1
+                    fs[r, q] = np.inf
+            for t0 in range(0, n_y, tile):
+                w = min(tile, n_y - t0)
+                for r in range(nr):
+                    i = c0 + r
+                    _scores(acc, x[i], yt, t0, w, metric, degree, kxx[i], kyy, tflat, toff,
+                            tsize)
+                    fsr = fs[r]
+                    fir = fi[r]
+                    kth = fsr[k - 1]
+                    if kb > 0:
+                        for q in range(w):
+                            s = acc[q]
+                            if s < kth:
+                                _insert(fsr, fir, s, t0 + q)
+                                kth = fsr[k - 1]
+                            j = t0 + q
+                            if s < bth[j]:
+                                _insert(bs[j], bi[j], s, i)
+                                bth[j] = bs[j, kb - 1]
+                    else:
+                        for q in range(w):
+                            s = acc[q]
+                            if s < kth:
+                                _insert(fsr, fir, s, t0 + q)
+                                kth = fsr[k - 1]
+            for r in range(nr):
+                for q in range(k):
+                    f_idx[c0 + r, q] = fi[r, q]
+                    f_sc[c0 + r, q] = fs[r, q]
+
+
+@nb.njit(parallel=True, cache=True)
+def _merge_threads(b_idx, b_sc, out_idx, out_sc):
+    """Merge the per-thread backward lists (each sorted by (score, index), as every thread
+    meets its rows in increasing order) by (score, index)."""
+    T, n, kb = b_idx.shape
+    for j in nb.prange(n):
+        pos = np.zeros(T, np.int64)
+        for q in range(kb):
+            best = -1
+            for t in range(T):
+                if pos[t] < kb:
+                    if best < 0:
+                        best = t
+                        continue
+                    s, sb = b_sc[t, j, pos[t]], b_sc[best, j, pos[best]]
+                    it, ib = b_idx[t, j, pos[t]], b_idx[best, j, pos[best]]
+                    # missing entries (−1, +inf) sort last
+                    if s < sb or (s == sb and it >= 0 and (ib < 0 or it < ib)):
+                        best = t
+            out_idx[j, q] = b_idx[best, j, pos[best]]
+            out_sc[j, q] = b_sc[best, j, pos[best]]
+            pos[best] += 1
+
+
+@dataclass
+class KNN:
+    """Exact k-nearest-neighbour lists, both directions, sorted by (score, index).
+
+    ``fwd_idx[i]`` are the k rows of y nearest to x_i, ``fwd_score`` their scores (engine
+    units); ``bwd_idx[j]`` the kb rows of x nearest to y_j. Missing entries (fewer than k
+    finite scores) have index −1 and score +inf."""
+
+    fwd_idx: np.ndarray
+    fwd_score: np.ndarray
+    bwd_idx: np.ndarray
+    bwd_score: np.ndarray
+
+
+def knn(pw: Pairwise, k: int, kb: int | None = None, *, progress: Progress | None = None,
+        threads: int | None = None) -> KNN:
+    """Each x row's ``k`` nearest y rows and each y row's ``kb`` (default k) nearest x rows
+    in one pass over x × y: every score is computed once and offered to both lists.
+    ``kb=0`` skips the backward lists. Memory O((n_x·k + T·n_y·kb)) with T threads."""
+    n_x = pw.x.shape[0]
+    n_y = pw.y.shape[0]
+    k = int(min(max(k, 1), n_y))
+    kb = int(min(k if kb is None else kb, n_x))
+    T = int(threads or nb.get_num_threads())
+    f_idx = np.empty((n_x, k), np.int64)
+    f_sc = np.empty((n_x, k))
+    b_idx = np.full((T, n_y, max(kb, 0)), -1, np.int64)
+    b_sc = np.full((T, n_y, max(kb, 0)), np.inf)
+    b_thr = np.full((T, n_y), np.inf)
+    rows = _row_blocks(n_x)
+    for lo in range(0, n_x, rows):
+        hi = min(lo + rows, n_x)
+        _knn_pass(pw.x, lo, hi, pw.yt, *pw.args, pw.tile, 16, f_idx, f_sc, b_idx, b_sc, b_thr)
+        if progress is not None:
+            progress(hi, n_x)
+    if kb > 0:
+        out_i = np.empty((n_y, kb), np.int64)
+        out_s = np.empty((n_y, kb))
+        _merge_threads(b_idx, b_sc, out_i, out_s)
+    else:
+        out_i, out_s = np.empty((n_y, 0), np.int64), np.empty((n_y, 0))
+    return KNN(f_idx, f_sc, out_i, out_s)
+
+
+# ---------------------------------------------------------------------------------------
+# reduced-cost scan (the certificate) and the other per-row scans
+# ---------------------------------------------------------------------------------------
+@nb.njit(parallel=True, cache=True)
+def _scan_reduced(rows, x, yt, metric, degree, kxx, kyy, tflat, toff, tsize, root, cmax, off,
+                  thr, tile, chunk, out_min, out_cnt, out_idx, out_val):
+    """For each listed row i of x: r_j = cost(x_i, y_j) − off[j] over the j with cost ≤ cmax.
+    out_min = min_j r_j; out_cnt = #{j : r_j ≤ thr}; out_idx/out_val = the (up to cap)
+    smallest such r_j, ascending."""
+    n_y = yt.shape[1]
+    cap = out_idx.shape[1]
+    n = rows.shape[0]
+    n_chunks = (n + chunk - 1) // chunk
+    for c in nb.prange(n_chunks):
+        lo = c * chunk
+        hi = min(lo + chunk, n)
+        acc = np.empty(tile)
+        for p in range(lo, hi):
+            out_min[p] = np.inf
+            out_cnt[p] = 0
+            for q in range(cap):
+                out_idx[p, q] = -1
+                out_val[p, q] = np.inf
+        for t0 in range(0, n_y, tile):
+            w = min(tile, n_y - t0)
+            for p in range(lo, hi):
+                i = rows[p]
+                _scores(acc, x[i], yt, t0, w, metric, degree, kxx[i], kyy, tflat, toff,
+                        tsize)
+                best = out_min[p]
+                th = thr[p]
+                cnt = out_cnt[p]
+                vals = out_val[p]
+                idxs = out_idx[p]
+                for q in range(w):
+                    c_ = _cost(acc[q], root)
+                    if c_ > cmax:
+                        continue
+                    r = c_ - off[t0 + q]
+                    if r < best:
+                        best = r
+                    if r <= th:
+                        cnt += 1
+                        if cap > 0 and r < vals[cap - 1]:
+                            _insert(vals, idxs, r, t0 + q)
+                out_min[p] = best
+                out_cnt[p] = cnt
+
+
+@dataclass
+class Scan:
+    """Result of :func:`scan_reduced` for the listed rows."""
+
+    rows: np.ndarray
+    min: np.ndarray      # min_j cost(x_i, y_j) − off_j
+    count: np.ndarray    # #{j : cost − off_j ≤ thr_i}
+    idx: np.ndarray      # (len(rows), cap) the smallest such j, ascending by value (−1: none)
+    val: np.ndarray      # their cost − off_j
+
+
+def scan_reduced(pw: Pairwise, rows: np.ndarray, off: np.ndarray, thr: np.ndarray, *,
+                 cmax: float = np.inf, cap: int = 8, progress: Progress | None = None) -> Scan:
+    """min_j (c(x_i, y_j) − off_j) over all y (cost ≤ ``cmax``) for each listed row i, and
+    the ``cap`` smallest values ≤ ``thr_i`` with their columns. With ``off`` = the column
+    duals v this is the fused certificate check: row i is dual feasible iff
+    min_j (c_ij − v_j) ≥ u_i − tol."""
+    rows = np.ascontiguousarray(rows, dtype=np.int64)
+    n = rows.shape[0]
+    out = Scan(rows, np.empty(n), np.empty(n, np.int64), np.empty((n, cap), np.int64),
+               np.empty((n, cap)))
+    thr = np.ascontiguousarray(np.broadcast_to(thr, (n,)), dtype=np.float64)
+    off = np.ascontiguousarray(off, dtype=np.float64)
+    step = max(512, -(-n // 32))
+    for lo in range(0, n, step):
+        hi = min(lo + step, n)
+        _scan_reduced(rows[lo:hi], pw.x, pw.yt, *pw.args, pw.root, float(cmax), off, thr[lo:hi],
+                      pw.tile, 16, out.min[lo:hi], out.count[lo:hi], out.idx[lo:hi],
+                      out.val[lo:hi])
+        if progress is not None:
+            progress(hi, n)
+    return out
+
+
+@nb.njit(parallel=True, cache=True)
+def _count_within(x, yt, metric, degree, kxx, kyy, tflat, toff, tsize, root, thr, strict,
+                  tile, chunk, out):
+    """out[i] = #{j : cost(x_i, y_j) < thr_i} (strict) or ≤ thr_i."""
+    n = x.shape[0]
+    n_y = yt.shape[1]
+    n_chunks = (n + chunk - 1) // chunk
+    for c in nb.prange(n_chunks):
+        lo = c * chunk
+        hi = min(lo + chunk, n)
+        acc = np.empty(tile)
+        for i in range(lo, hi):
+            out[i] = 0
+        for t0 in range(0, n_y, tile):
+            w = min(tile, n_y - t0)
+            for i in range(lo, hi):
+                _scores(acc, x[i], yt, t0, w, metric, degree, kxx[i], kyy, tflat, toff,
+                        tsize)
+                th = thr[i]
+                cnt = 0
+                for q in range(w):
+                    c_ = _cost(acc[q], root)
+                    if c_ < th or (not strict and c_ == th):
+                        cnt += 1
+                out[i] += cnt
+
+
+@nb.njit(parallel=True, cache=True)
+def _fill_within(x, yt, metric, degree, kxx, kyy, tflat, toff, tsize, root, thr, tile, chunk,
+                 indptr, out_idx, out_cost):
+    """CSR fill of {j : cost(x_i, y_j) ≤ thr_i}, columns ascending (sizes from _count_within)."""
+    n = x.shape[0]
+    n_y = yt.shape[1]
+    n_chunks = (n + chunk - 1) // chunk
+    for c in nb.prange(n_chunks):
+        lo = c * chunk
+        hi = min(lo + chunk, n)
+        acc = np.empty(tile)
+        pos = np.empty(hi - lo, np.int64)
+        for i in range(lo, hi):
+            pos[i - lo] = indptr[i]
+        for t0 in range(0, n_y, tile):
+            w = min(tile, n_y - t0)
+            for i in range(lo, hi):
+                _scores(acc, x[i], yt, t0, w, metric, degree, kxx[i], kyy, tflat, toff,
+                        tsize)
+                th = thr[i]
+                p = pos[i - lo]
+                for q in range(w):
+                    c_ = _cost(acc[q], root)
+                    if c_ <= th:
+                        out_idx[p] = t0 + q
+                        out_cost[p] = c_
+                        p += 1
+                pos[i - lo] = p
+
+
+def count_within(pw: Pairwise, thr: np.ndarray, *, strict: bool = False) -> np.ndarray:
+    """Per x row, the number of y rows at cost < thr_i (``strict``) or ≤ thr_i."""
+    n = pw.x.shape[0]
+    thr = np.ascontiguousarray(np.broadcast_to(thr, (n,)), dtype=np.float64)
+    out = np.empty(n, np.int64)
+    _count_within(pw.x, pw.yt, *pw.args, pw.root, thr, bool(strict), pw.tile, 16, out)
+    return out
+
+
+def within_graph(pw: Pairwise, thr: np.ndarray, *, max_edges: int | None = None
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The explicit graph {(i, j) : cost(x_i, y_j) ≤ thr_i} as CSR (indptr, indices,
+    costs), columns ascending. Two passes (count, fill). ``max_edges``: raise instead of
+    allocating a larger graph."""
+    n = pw.x.shape[0]
+    thr = np.ascontiguousarray(np.broadcast_to(thr, (n,)), dtype=np.float64)
+    cnt = count_within(pw, thr)
+    total = int(cnt.sum())
+    if max_edges is not None and total > max_edges:
+        raise LinkriskError(f"the restricted graph has {total} edges, more than the memory "
+                            f"budget allows ({max_edges}); lower delta, use approx='agdbrl2' "
+                            "or raise memory_budget")
+    indptr = np.zeros(n + 1, np.int64)
+    np.cumsum(cnt, out=indptr[1:])
+    idx = np.empty(total, np.int64)
+    cost = np.empty(total)
+    _fill_within(pw.x, pw.yt, *pw.args, pw.root, thr, pw.tile, 16, indptr, idx, cost)
+    return indptr, idx, cost
+
+
+@nb.njit(parallel=True, cache=True)
+def _kth_cost(x, yt, metric, degree, kxx, kyy, tflat, toff, tsize, root, kk, out):
+    """out[i] = the kk[i]-th smallest cost of row i (1-based), by selection on the row."""
+    n = x.shape[0]
+    n_y = yt.shape[1]
+    for i in nb.prange(n):
+        row = np.empty(n_y)
+        _scores(row, x[i], yt, 0, n_y, metric, degree, kxx[i], kyy, tflat, toff, tsize)
+        for q in range(n_y):
+            row[q] = _cost(row[q], root)
+        out[i] = np.partition(row, kk[i] - 1)[kk[i] - 1]
+
+
+def kth_cost(pw: Pairwise, kk: np.ndarray) -> np.ndarray:
+    """Per x row, its kk_i-th smallest cost among all y (1 ≤ kk_i ≤ n_y)."""
+    n, n_y = pw.x.shape[0], pw.y.shape[0]
+    kk = np.clip(np.broadcast_to(np.asarray(kk, np.int64), (n,)), 1, n_y)
+    out = np.empty(n)
+    _kth_cost(pw.x, pw.yt, *pw.args, pw.root, np.ascontiguousarray(kk), out)
+    return out
+
+
+@nb.njit(parallel=True, cache=True)
+def _pair_costs(x, yt, metric, degree, kxx, kyy, tflat, toff, tsize, root, ia, ib, out):
+    for p in nb.prange(ia.shape[0]):
+        acc = np.empty(1)
+        i, j = ia[p], ib[p]
+        if i < 0 or j < 0:
+            out[p] = np.inf
+            continue
+        _scores(acc, x[i], yt, j, 1, metric, degree, kxx[i], kyy, tflat, toff, tsize)
+        out[p] = _cost(acc[0], root)
+
+
+def pair_costs(pw: Pairwise, ia: np.ndarray, ib: np.ndarray) -> np.ndarray:
+    """Costs of the listed pairs (x[ia[p]], y[ib[p]]), same bits as the scans; +inf where an
+    index is −1."""
+    ia = np.ascontiguousarray(ia, dtype=np.int64)
+    ib = np.ascontiguousarray(ib, dtype=np.int64)
+    out = np.empty(ia.shape[0])
+    _pair_costs(pw.x, pw.yt, *pw.args, pw.root, ia, ib, out)
+    return out
+
+
+@nb.njit(parallel=True, cache=True)
+def _dense(x, yt, metric, degree, kxx, kyy, tflat, toff, tsize, root, out):
+    n = x.shape[0]
+    n_y = yt.shape[1]
+    for i in nb.prange(n):
+        row = out[i]
+        _scores(row, x[i], yt, 0, n_y, metric, degree, kxx[i], kyy, tflat, toff, tsize)
+        for q in range(n_y):
+            row[q] = _cost(row[q], root)
+
+
+@nb.njit(parallel=True, cache=True)
+def _dense_reference(x, yt, metric, degree, kxx, kyy, tflat, toff, tsize, root, out):
+    n = x.shape[0]
+    n_y = yt.shape[1]
+    for i in nb.prange(n):
+        row = out[i]
+        _tile_scores(row, x[i], yt, 0, n_y, metric, degree, kxx[i], kyy, tflat, toff, tsize)
+        for q in range(n_y):
+            row[q] = _cost(row[q], root)
+
+
+def dense_costs(pw: Pairwise, *, reference: bool = False) -> np.ndarray:
+    """The full n_x × n_y cost matrix (small problems only). ``reference``: computed with
+    the shared :func:`~.kernels._tile_scores` itself (to check that the kernels here give
+    the same bits)."""
+    out = np.empty((pw.x.shape[0], pw.y.shape[0]))
+    (_dense_reference if reference else _dense)(pw.x, pw.yt, *pw.args, pw.root, out)
+    return out

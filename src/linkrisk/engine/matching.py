@@ -1,0 +1,566 @@
+"""Certified minimum-cost perfect matching between two files (the engine of ``gdbrl``).
+
+Problem: given costs c(a_i, b_j) (an engine metric, optionally square-rooted), find the
+bijection σ minimising Σ_i c(a_i, b_σ(i)) — the linear assignment problem — optionally
+restricted to edges with c ≤ Δ or c ≤ a per-row limit. With n_a ≠ n_b the smaller file is
+padded with dummy records of constant cost: every perfect matching of the padded problem
+uses each dummy exactly once, so the constant adds the same amount to every matching and
+the real records' matching does not depend on it (we solve the equivalent rectangular
+problem: every record of the smaller file gets a distinct partner).
+
+Three solvers, all exact:
+
+``dense``  the full cost matrix and ``scipy.optimize.linear_sum_assignment`` (small n).
+
+``graph``  an explicit restricted graph (all edges within the per-row limits / Δ), pruned of
+           edges that are in no perfect matching (Tassa 2012), solved by sparse
+           Jonker–Volgenant; its duals prove optimality on that graph, which is the problem.
+
+``sparse`` for the unrestricted (or Δ-restricted) problem at large n, never storing n×n':
+           1. exact k-NN lists in both directions, ``k_list`` long (:func:`~.knn.knn`,
+              one fused pass); the candidate graph G is the union of their first ``k``
+              entries (forward-only lists often admit no perfect matching);
+           2. sparse Jonker–Volgenant on G (started from ε-scaling auction prices) gives
+              σ and duals (u, v) with c̄_ij = c_ij − u_i − v_j ≥ 0 on G and c̄ = 0 on σ;
+              the duals are then flattened (the optimal duals of smallest spread, one
+              Dijkstra), which makes u_i + v_j small for pairs far apart;
+           3. certificate for the complete graph: if c̄_ij ≥ −tol for *every* pair, then for
+              any perfect matching π, Σ c_{iπ(i)} ≥ Σu + Σv − n·tol = cost(σ) − n·tol (LP
+              duality; rectangular case: v ≤ 0 and v = 0 on free columns). List pairs are
+              checked from their known costs. A pair outside both lists has
+              c_ij ≥ max(α_i, β_j), α_i (β_j) the last list cost of i (j), so it is safe
+              when max(α_i, β_j) ≥ u_i + v_j − tol; the rows for which some column fails
+              this bound are found by a sort-and-sweep in O(n log n) and only those rows
+              are scanned exactly, min_j (c_ij − v_j) ≥ u_i − tol, by a fused blocked
+              kernel (:func:`~.knn.scan_reduced`);
+           4. violating edges (and each scanned row's 8 best) are added to G, the rows'
+              u lowered (a warm start: only they are re-augmented) and the check repeated
+              until no violation. G without a perfect matching → k doubles.
+           A scanned row remembers a lower bound on its c_ij − v_j outside G; warm starts
+           only lower v, so it is rescanned only when its u_i grows past that bound.
+
+``tol`` = rtol·max|c| over G; ``gap_bound`` = n·tol bounds cost(σ) − optimum.
+
+Ties. Several optimal matchings can exist (duplicate records, coarse data). Rows and
+columns are processed in a seeded random order, so which optimal matching is returned
+does not favour the identity. With ``ties="expected"`` the matching's candidate sets are
+computed too: b ∈ C(a) iff (a, b) lies in *some* minimum-cost perfect matching — the
+edges that are tight (c̄ ≤ tol) and allowed in the tight subgraph (Tassa 2012), since
+every optimal matching consists of tight edges of any optimal dual.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numba as nb
+import numpy as np
+from scipy.optimize import linear_sum_assignment
+
+from ..errors import LinkriskError
+from .assignment import SparseAssignment, allowed_edges, has_full_matching, to_csr
+from .kernels import Tables
+from .knn import Pairwise, Progress, dense_costs, knn, pair_costs, scan_reduced, within_graph
+from .nearest import DEFAULT_MEMORY_BUDGET
+
+#: default largest file size solved with a dense cost matrix
+DENSE_MAX_N = 3000
+#: default degree of the k-NN candidate graph: with the auction start a dense graph costs
+#: little to solve, and its optimum is closer to the global one (fewer repair rounds)
+DEFAULT_K = 64
+#: default length of the k-NN lists whose last entries bound the pairs outside them
+DEFAULT_K_LIST = 64
+#: shortest list length the memory budget may impose
+MIN_K = 8
+#: relative tolerance of the certificate (and of ties)
+RTOL = 1e-9
+#: edges kept per row by a certificate scan
+SCAN_CAP = 8
+
+
+@dataclass
+class Matching:
+    """A minimum-cost matching of the rows of A (``link[i]`` = row of B, −1 when A's row
+    is matched to a dummy) with its cost, certificate and diagnostics."""
+
+    link: np.ndarray
+    cost: np.ndarray                 # c(a_i, b_link[i]); NaN for dummies
+    total_cost: float
+    certified: bool
+    solver: str
+    k: int
+    n_edges: int
+    gap_bound: float = 0.0
+    info: dict[str, Any] = field(default_factory=dict)
+    # candidate sets C(a) under ties="expected": CSR over A rows (None otherwise)
+    cand_indptr: np.ndarray | None = None
+    cand_indices: np.ndarray | None = None
+
+
+class _Stages:
+    """Maps stage-local progress onto one per-mille scale for ``progress(done, 1000)``."""
+
+    def __init__(self, progress: Progress | None):
+        self.progress = progress
+        self.lo, self.hi = 0, 0
+
+    def stage(self, lo: int, hi: int) -> Progress | None:
+        if self.progress is None:
+            return None
+        self.lo, self.hi = lo, hi
+
+        def cb(done: int, total: int) -> None:
+            frac = done / total if total else 1.0
+            self.progress(int(self.lo + (self.hi - self.lo) * frac), 1000)
+
+        return cb
+
+    def done(self) -> None:
+        if self.progress is not None:
+            self.progress(1000, 1000)
+
+
+def min_cost_matching(
+    a: np.ndarray,
+    b: np.ndarray,
+    *,
+    metric: str = "sqeuclidean",
+    root: bool = False,
+    degree: int = 2,
+    tables: Tables | None = None,
+    delta: float = np.inf,
+    row_limit: np.ndarray | None = None,
+    solver: str = "auto",
+    k: int = DEFAULT_K,
+    k_list: int = DEFAULT_K_LIST,
+    dense_max_n: int = DENSE_MAX_N,
+    ties: str = "matching",
+    seed: int = 0,
+    memory_budget: int = DEFAULT_MEMORY_BUDGET,
+    progress: Progress | None = None,
+    rtol: float = RTOL,
+    max_rounds: int = 100,
+) -> Matching:
+    """Minimum-cost matching of the rows of ``a`` to distinct rows of ``b`` (all rows of the
+    smaller file are matched), cost c = engine ``metric`` score, square-rooted if ``root``.
+
+    ``delta``: only edges with c ≤ delta; ``row_limit[i]``: only edges of A's row i with
+    c ≤ row_limit[i] (the AGDBRL graphs; always solved on the explicit graph). ``solver``:
+    ``auto`` (dense when max(n_a, n_b) ≤ ``dense_max_n`` and the matrix fits the memory
+    budget, else sparse), ``dense``, ``sparse`` or ``graph`` (explicit restricted graph).
+    ``k``: initial degree of the k-NN candidate graph; ``k_list``: length of the k-NN lists
+    whose last entries bound the pairs outside them (both reduced to fit
+    ``memory_budget``, to no less than 8). ``ties``: ``matching`` or ``expected`` (also compute the candidate sets C(a);
+    uses the sparse solver). ``progress(done, 1000)``: per-mille of the estimated work.
+    Raises :class:`LinkriskError` when the restricted graph has no such matching."""
+    pw_ab = Pairwise.build(a, b, metric, root=root, degree=degree, tables=tables)
+    n_a, n_b = pw_ab.x.shape[0], pw_ab.y.shape[0]
+    if ties not in ("matching", "expected"):
+        raise LinkriskError(f"ties must be 'matching' or 'expected', got {ties!r}")
+    if solver not in ("auto", "dense", "sparse", "graph"):
+        raise LinkriskError(f"unknown solver {solver!r}; use auto, dense, sparse or graph")
+    delta = float(delta)
+    if not delta >= 0:
+        raise LinkriskError(f"delta must be a non-negative distance, got {delta}")
+    if k < 1:
+        raise LinkriskError(f"k must be at least 1, got {k}")
+    if row_limit is not None:
+        row_limit = np.minimum(np.asarray(row_limit, np.float64), delta)
+    # seeded random order: the solvers break ties by position, which must not favour the
+    # identity (row i of A ↔ row i of B is the truth in unlinked files)
+    rng = np.random.default_rng(seed)
+    pa, pb = rng.permutation(n_a), rng.permutation(n_b)
+    pw = Pairwise.build(pw_ab.x[pa], pw_ab.y[pb], metric, root=root, degree=degree,
+                        tables=pw_ab.tables)
+    lim = None if row_limit is None else row_limit[pa]
+    stages = _Stages(progress)
+
+    if solver == "auto":
+        fits = 16 * n_a * n_b <= memory_budget
+        solver = "dense" if (max(n_a, n_b) <= dense_max_n and fits and ties == "matching"
+                             and lim is None) else "sparse"
+    if lim is not None:
+        solver = "graph"
+    elif solver == "dense" and ties == "expected":
+        solver = "sparse"
+
+    if solver == "dense":
+        res = _dense(pw, delta, stages)
+    elif solver == "graph":
+        res = _explicit(pw, lim if lim is not None else np.full(n_a, delta), lim is not None,
+                        ties, rtol, memory_budget, stages)
+    else:
+        res = _sparse(pw, delta, k, k_list, ties, rtol, max_rounds, memory_budget, stages)
+    stages.done()
+    # back to the caller's row order
+    link = np.full(n_a, -1, np.int64)
+    cost = np.full(n_a, np.nan)
+    ok = res.link >= 0
+    link[pa[ok]] = pb[res.link[ok]]
+    cost[pa] = res.cost
+    res.link, res.cost = link, cost
+    if res.cand_indptr is not None:
+        # candidate lists, A rows and B columns back to the original numbering
+        cnt = np.diff(res.cand_indptr)
+        rows = np.repeat(np.arange(n_a), cnt)
+        r = pa[rows]
+        c = pb[res.cand_indices]
+        order = np.lexsort((c, r))
+        res.cand_indices = c[order]
+        res.cand_indptr = np.zeros(n_a + 1, np.int64)
+        np.cumsum(np.bincount(r, minlength=n_a), out=res.cand_indptr[1:])
+    return res
+
+
+# ---------------------------------------------------------------------------------------
+# dense
+# ---------------------------------------------------------------------------------------
+def _dense(pw: Pairwise, delta: float, stages: _Stages) -> Matching:
+    n_a, n_b = pw.x.shape[0], pw.y.shape[0]
+    cb = stages.stage(0, 300)
+    c = dense_costs(pw)
+    if cb:
+        cb(1, 1)
+    if np.isfinite(delta):
+        c[c > delta] = np.inf
+    try:
+        ri, ci = linear_sum_assignment(c)
+    except ValueError:
+        raise _no_matching(pw, delta, False) from None
+    link = np.full(n_a, -1, np.int64)
+    link[ri] = ci
+    cost = np.full(n_a, np.nan)
+    cost[ri] = c[ri, ci]
+    if not np.isfinite(cost[ri]).all():
+        raise _no_matching(pw, delta, False)
+    return Matching(link, cost, float(cost[ri].sum()), True, "dense", 0, n_a * n_b)
+
+
+def _no_matching(pw: Pairwise, delta: float, approx: bool, matched: int | None = None
+                 ) -> LinkriskError:
+    n = min(pw.x.shape[0], pw.y.shape[0])
+    what = "in the approximate (rank-limited) graph" if approx else f"within delta={delta:g}"
+    got = "" if matched is None else f" (at most {matched} of {n} records can be)"
+    fix = "use the exact attack or a larger delta" if approx else "raise delta"
+    return LinkriskError(f"gdbrl: no perfect matching {what}: not every record can get a "
+                         f"distinct partner{got}; {fix}")
+
+
+# ---------------------------------------------------------------------------------------
+# orientation helpers: the solver's rows are the smaller file
+# ---------------------------------------------------------------------------------------
+def _oriented(pw: Pairwise) -> tuple[Pairwise, bool]:
+    return (pw, False) if pw.x.shape[0] <= pw.y.shape[0] else (pw.swapped(), True)
+
+
+def _result(sa: SparseAssignment, flip: bool, n_a: int, n_b: int) -> tuple[np.ndarray, np.ndarray]:
+    """(link, cost) per A row from the solver's state."""
+    mc = sa.matched_cost()
+    if not flip:
+        return sa.col4row.copy(), mc
+    link = np.full(n_a, -1, np.int64)
+    cost = np.full(n_a, np.nan)
+    link[sa.col4row] = np.arange(n_b)
+    cost[sa.col4row] = mc
+    return link, cost
+
+
+# ---------------------------------------------------------------------------------------
+# explicit restricted graph
+# ---------------------------------------------------------------------------------------
+def _explicit(pw: Pairwise, lim: np.ndarray, approx: bool, ties: str, rtol: float,
+              memory_budget: int, stages: _Stages) -> Matching:
+    n_a, n_b = pw.x.shape[0], pw.y.shape[0]
+    cb = stages.stage(0, 400)
+    indptr, idx, cost = within_graph(pw, lim, max_edges=max(memory_budget // 48, 10**6))
+    if cb:
+        cb(1, 1)
+    flip = n_a > n_b
+    if flip:
+        rows = np.repeat(np.arange(n_a), np.diff(indptr))
+        indptr, idx, cost = to_csr(idx, rows, cost, n_b)
+    n_r, n_c = (n_b, n_a) if flip else (n_a, n_b)
+    full, mm = has_full_matching(indptr, idx, n_c)
+    if not full:
+        raise _no_matching(pw, float(np.max(lim)), approx, int((mm >= 0).sum()))
+    keep = allowed_edges(indptr, idx, mm, n_c)
+    pruned = int((~keep).sum())
+    rows = np.repeat(np.arange(n_r), np.diff(indptr))
+    g = to_csr(rows[keep], idx[keep], cost[keep], n_r)
+    sa = SparseAssignment(*g, n_c)
+    if not sa.solve(stages.stage(400, 900)):  # cannot happen after the matching check
+        raise _no_matching(pw, float(np.max(lim)), approx)
+    sa.polish()
+    tol = rtol * _scale(sa.cost)
+    rc = sa.reduced_costs()
+    certified = bool(rc.min(initial=0.0) >= -tol) and _rect_ok(sa)
+    link, c = _result(sa, flip, n_a, n_b)
+    res = Matching(link, c, float(np.nansum(c)), certified, "graph", int(np.diff(g[0]).max()),
+                   sa.n_edges, n_r * tol,
+                   {"pruned_edges": pruned, "graph_edges": int(idx.shape[0])})
+    if ties == "expected":
+        tight = rc <= tol
+        _candidates(res, sa, tight, None, flip, n_a, tol)
+    return res
+
+
+def _scale(cost: np.ndarray) -> float:
+    finite = cost[np.isfinite(cost)]
+    return float(np.abs(finite).max()) if finite.size else 1.0
+
+
+def _rect_ok(sa: SparseAssignment) -> bool:
+    """Rectangular dual conditions: v ≤ 0 and v = 0 on free columns."""
+    if sa.square:
+        return True
+    return bool(sa.v.max(initial=0.0) <= 0.0 and (sa.v[sa.row4col < 0] == 0.0).all())
+
+
+# ---------------------------------------------------------------------------------------
+# sparse (k-NN graph + certificate)
+# ---------------------------------------------------------------------------------------
+def _sparse(pw0: Pairwise, delta: float, k: int, k_list: int, ties: str, rtol: float,
+            max_rounds: int, memory_budget: int, stages: _Stages) -> Matching:
+    n_a, n_b = pw0.x.shape[0], pw0.y.shape[0]
+    pw, flip = _oriented(pw0)
+    n_r, n_c = pw.x.shape[0], pw.y.shape[0]
+    info: dict[str, Any] = {"knn_passes": 0}
+    # list length within the memory budget (16 bytes per entry: forward lists, one
+    # backward copy per thread and the merged one), at least MIN_K; the graph degree
+    # starts at most at the list length
+    per_k = 16 * (n_r + (nb.get_num_threads() + 1) * n_c)
+    K = int(max(min(MIN_K, k_list), min(k_list, memory_budget // per_k)))
+    k = min(k, K)
+    lists = None
+    while True:
+        if lists is None or k > K:
+            K = max(K, k)
+            t0 = time.perf_counter()
+            nn = knn(pw, min(K, n_c), min(K, n_r), progress=stages.stage(0, 600))
+            info["knn_passes"] += 1
+            info["seconds_knn"] = info.get("seconds_knn", 0.0) + time.perf_counter() - t0
+            lists = _Lists(nn, pw.root, delta)
+        g, complete = lists.graph(k)
+        full, mm = has_full_matching(g[0], g[1], n_c)
+        if full:
+            break
+        if complete:
+            raise _no_matching(pw, delta, False, int((mm >= 0).sum()))
+        k *= 2  # the union graph is too thin for a perfect matching: widen it
+    info.update(k=int(min(k, n_c)), k_list=int(min(K, n_c)))
+    pruned = 0
+    if complete:
+        # the graph holds every allowed pair: prune the edges in no perfect matching
+        keep = allowed_edges(g[0], g[1], mm, n_c)
+        pruned = int((~keep).sum())
+        rws = np.repeat(np.arange(n_r), np.diff(g[0]))
+        g = to_csr(rws[keep], g[1][keep], g[2][keep], n_r)
+    sa = SparseAssignment(*g, n_c)
+    tol = rtol * _scale(sa.cost)
+    rounds = repaired = scanned = 0
+    certified = False
+    # known[i]: a lower bound on min_j (c_ij − v_j) over the columns outside the graph, from
+    # an earlier exact scan; it stays valid while v only decreases (square warm starts), so
+    # a row is rescanned only when its u_i has grown past it
+    known = np.full(n_r, -np.inf)
+    t_solve = t_cert = 0.0
+    while True:
+        t0 = time.perf_counter()
+        if not sa.solve(stages.stage(600, 800)):
+            raise _no_matching(pw, delta, False)
+        if rounds == 0 or not sa.square:
+            # flatten the first optimal duals (see SparseAssignment.flatten); later rounds
+            # are warm starts, which only lower v, so that the bounds in `known` stay valid
+            sa.flatten()
+            known[:] = -np.inf
+        sa.polish()
+        t_solve += time.perf_counter() - t0
+        rounds += 1
+        if complete:
+            certified = bool(sa.reduced_costs().min(initial=0.0) >= -tol)
+            break
+        t0 = time.perf_counter()
+        viol, n_scan = _certify(pw, sa, lists, known, delta, tol, stages)
+        t_cert += time.perf_counter() - t0
+        scanned += n_scan
+        if viol is None:
+            certified = _rect_ok(sa) and bool(sa.reduced_costs().min(initial=0.0) >= -tol)
+            break
+        if rounds >= max_rounds:
+            break
+        repaired += viol[0].shape[0]
+        sa.add_edges(*viol)
+    info.update(rounds=rounds, repaired_edges=repaired, scanned_rows=scanned,
+                pruned_edges=pruned, seconds_solve=round(t_solve, 3),
+                seconds_certify=round(t_cert, 3))
+    info["seconds_knn"] = round(info["seconds_knn"], 3)
+    link, cst = _result(sa, flip, n_a, n_b)
+    res = Matching(link, cst, float(np.nansum(cst)), certified, "sparse", info["k"],
+                   sa.n_edges, n_r * tol, info)
+    if ties == "expected":
+        tight = sa.reduced_costs() <= tol
+        extra = None if complete else _tight_outside(pw, sa, lists, delta, tol)
+        _candidates(res, sa, tight, extra, flip, n_a, tol)
+    return res
+
+
+class _Lists:
+    """Both k-NN lists as costs, the candidate graphs built from their first k entries and
+    the lower bounds α_i, β_j on the cost of any pair outside them."""
+
+    def __init__(self, nn, root: bool, delta: float):
+        self.fi, self.bi = nn.fwd_idx, nn.bwd_idx
+        self.fc = _root(nn.fwd_score, root)
+        self.bc = _root(nn.bwd_score, root)
+        self.delta = delta
+        self.alpha = _bound(self.fi, self.fc, delta)
+        self.beta = _bound(self.bi, self.bc, delta)
+        self.K = self.fi.shape[1]
+
+    def edges(self, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(rows, cols, costs) of list entries lo..hi−1 of both directions, within Δ."""
+        fi, bi = self.fi[:, lo:hi], self.bi[:, lo:hi]
+        rows = np.concatenate([np.repeat(np.arange(fi.shape[0]), fi.shape[1]), bi.ravel()])
+        cols = np.concatenate([fi.ravel(), np.repeat(np.arange(bi.shape[0]), bi.shape[1])])
+        cost = np.concatenate([self.fc[:, lo:hi].ravel(), self.bc[:, lo:hi].ravel()])
+        ok = (rows >= 0) & (cols >= 0) & (cost <= self.delta)
+        return rows[ok], cols[ok], cost[ok]
+
+    def graph(self, k: int):
+        """CSR union graph of the first k entries, and whether it holds every allowed pair
+        (then it is the whole problem)."""
+        g = to_csr(*self.edges(0, k), self.fi.shape[0])
+        a = self.alpha if k >= self.K else _bound(self.fi[:, :k], self.fc[:, :k], self.delta)
+        b = self.beta if k >= self.K else _bound(self.bi[:, :k], self.bc[:, :k], self.delta)
+        return g, bool(np.isinf(a).all() or np.isinf(b).all())
+
+
+def _root(score: np.ndarray, root: bool) -> np.ndarray:
+    if not root:
+        return score
+    return np.sqrt(np.maximum(score, 0.0))
+
+
+def _bound(idx: np.ndarray, cost: np.ndarray, delta: float) -> np.ndarray:
+    """Lower bound on the cost of any pair outside a node's list: its last list cost; +inf
+    when the list is not full (it holds every finite pair) or the bound exceeds Δ."""
+    if idx.shape[1] == 0:
+        return np.full(idx.shape[0], -np.inf)
+    last = cost[:, -1]
+    return np.where((idx[:, -1] < 0) | (last > delta), np.inf, last)
+
+
+def _suspects(alpha, beta, u, v, tol) -> tuple[np.ndarray, np.ndarray]:
+    """Rows / columns that may hold a pair (i, j) outside the lists with
+    max(α_i, β_j) < u_i + v_j − tol (a possible violation of c̄_ij ≥ −tol). A pair is a
+    suspect iff v_j > α_i − u_i + tol and β_j − v_j < u_i − tol: a 2-D dominance query,
+    answered by sorting one side and a suffix minimum."""
+    with np.errstate(invalid="ignore"):
+        o = np.argsort(v, kind="stable")
+        suf = np.minimum.accumulate((beta - v)[o][::-1])[::-1]
+        pos = np.searchsorted(v[o], alpha - u + tol, side="right")
+        has = pos < v.shape[0]
+        rows = np.zeros(u.shape[0], bool)
+        rows[has] = suf[pos[has]] < (u - tol)[has]
+        o = np.argsort(u, kind="stable")
+        suf = np.minimum.accumulate((alpha - u)[o][::-1])[::-1]
+        pos = np.searchsorted(u[o], beta - v + tol, side="right")
+        has = pos < u.shape[0]
+        cols = np.zeros(v.shape[0], bool)
+        cols[has] = suf[pos[has]] < (v - tol)[has]
+    return np.flatnonzero(rows), np.flatnonzero(cols)
+
+
+def _certify(pw: Pairwise, sa: SparseAssignment, lists: _Lists, known: np.ndarray,
+             delta: float, tol: float, stages: _Stages
+             ) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray] | None, int]:
+    """Check c̄_ij ≥ −tol for every allowed pair. Returns (violating edges (rows, cols,
+    costs) to add, or None when certified; number of rows or columns scanned)."""
+    u, v = sa.u, sa.v
+    # 1. list entries left out of the graph: their costs are known
+    r, c, w = lists.edges(0, lists.K)
+    bad = w - u[r] - v[c] < -tol
+    vr, vc = [r[bad]], [c[bad]]
+    violated = bool(bad.any())
+    # 2. pairs outside the lists: bound, then an exact scan of the suspects
+    rows, cols = _suspects(lists.alpha, lists.beta, u, v, tol)
+    rows = rows[known[rows] < u[rows] - tol]
+    n_scan = 0
+    scan = None
+    if rows.size and cols.size:
+        cb = stages.stage(800, 1000)
+        if rows.size <= cols.size:
+            # the CAP smallest c_ij − v_j of each row (they join the graph if it changes)
+            scan = scan_reduced(pw, rows, v, np.full(rows.size, np.inf), cmax=delta,
+                                cap=SCAN_CAP, progress=cb)
+            n_scan = rows.size
+            known[rows] = scan.min
+            violated |= bool((scan.min < u[rows] - tol).any())
+        else:
+            s = scan_reduced(pw.swapped(), cols, u, v[cols] - tol, cmax=delta, progress=cb)
+            n_scan = cols.size
+            hit = s.idx >= 0
+            vc.append(np.repeat(s.rows, s.idx.shape[1])[hit.ravel()])
+            vr.append(s.idx[hit])
+            violated |= bool(hit.any())
+    if not violated:
+        return None, n_scan
+    if scan is not None:
+        hit = scan.idx >= 0
+        vr.append(np.repeat(scan.rows, SCAN_CAP)[hit.ravel()])
+        vc.append(scan.idx[hit])
+        # every column of the row outside the graph now has c_ij − v_j ≥ the CAP-th
+        # value (+inf when the row had fewer allowed columns: all are in the graph)
+        known[rows] = np.where(hit[:, -1], scan.val[:, -1], np.inf)
+    r, c = np.concatenate(vr), np.concatenate(vc)
+    return (r, c, pair_costs(pw, r, c)), n_scan
+
+
+def _tight_outside(pw: Pairwise, sa: SparseAssignment, lists: _Lists, delta: float,
+                   tol: float) -> tuple[np.ndarray, np.ndarray]:
+    """Pairs outside the graph with c̄ ≤ tol (possible co-optimal edges): list entries by
+    their known costs, the rest by the bound with the tolerance's sign flipped and an exact
+    scan of the suspect rows."""
+    u, v = sa.u, sa.v
+    r, c, w = lists.edges(0, lists.K)
+    near = w - u[r] - v[c] <= tol
+    out_r, out_c = [r[near]], [c[near]]
+    rows, _ = _suspects(lists.alpha, lists.beta, u, v, -tol)
+    if rows.size:
+        cap = 16
+        while True:
+            s = scan_reduced(pw, rows, v, u[rows] + tol, cmax=delta, cap=cap)
+            if s.count.max(initial=0) <= cap:
+                break
+            cap = int(s.count.max())
+        sel = s.idx >= 0
+        out_r.append(np.repeat(s.rows, cap)[sel.ravel()])
+        out_c.append(s.idx[sel])
+    return np.concatenate(out_r), np.concatenate(out_c)
+
+
+def _candidates(res: Matching, sa: SparseAssignment, tight: np.ndarray,
+                extra: tuple[np.ndarray, np.ndarray] | None, flip: bool, n_a: int,
+                tol: float) -> None:
+    """C(a) = partners of a over all minimum-cost perfect matchings: tight edges allowed in
+    the tight subgraph (Tassa 2012); in rectangular problems only columns with v_j = 0 can
+    be left free by an optimal matching."""
+    rows = np.repeat(np.arange(sa.n_rows), np.diff(sa.indptr))[tight]
+    cols = sa.indices[tight]
+    if extra is not None and extra[0].size:
+        rows = np.concatenate([rows, extra[0]])
+        cols = np.concatenate([cols, extra[1]])
+    ip, ix, _ = to_csr(rows, cols, np.zeros(rows.shape[0]), sa.n_rows)
+    ok = allowed_edges(ip, ix, sa.col4row, sa.n_cols, releasable=sa.v >= -tol)
+    r = np.repeat(np.arange(sa.n_rows), np.diff(ip))[ok]
+    c = ix[ok]
+    if flip:
+        r, c = c, r
+    order = np.lexsort((c, r))
+    r, c = r[order], c[order]
+    res.cand_indptr = np.zeros(n_a + 1, np.int64)
+    np.cumsum(np.bincount(r, minlength=n_a), out=res.cand_indptr[1:])
+    res.cand_indices = c
+    res.info["ambiguous"] = int((np.diff(res.cand_indptr) > 1).sum())

@@ -1,0 +1,310 @@
+"""gdbrl (global DBRL, SPEC §2): exact minimum-cost perfect matching, restrictions,
+approximations, padding, ties and the sparse solver's certificate."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.optimize import linear_sum_assignment
+from scipy.spatial.distance import cdist
+
+import linkrisk
+from linkrisk.engine import min_cost_matching, nearest_sets, standardize
+from linkrisk.errors import LinkriskError
+
+
+def _df(x):
+    x = np.asarray(x, float)
+    x = x.reshape(len(x), -1)
+    return pd.DataFrame(x, columns=[f"v{j}" for j in range(x.shape[1])])
+
+
+def _int_pair(n, m=3, n2=None, seed=0, spread=4):
+    """Integer-valued original and masked files: lots of exactly tied costs."""
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, spread, (n, m)).astype(float)
+    n2 = n if n2 is None else n2
+    base = a[:n2] if n2 <= n else np.vstack([a, rng.integers(0, spread, (n2 - n, m))])
+    b = base + rng.integers(-1, 2, base.shape)
+    return a, b
+
+
+def _dense_opt(c):
+    ri, ci = linear_sum_assignment(c)
+    return float(c[ri, ci].sum())
+
+
+def _cost_of(c, link):
+    ok = link >= 0
+    return float(c[np.flatnonzero(ok), link[ok]].sum())
+
+
+# --------------------------------------------------------------------------------------
+# exactness
+# --------------------------------------------------------------------------------------
+@pytest.mark.parametrize("seed", range(12))
+def test_equals_enumeration_on_tiny_inputs(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(2, 7))
+    a, b = _int_pair(n, m=2, seed=seed, spread=3)
+    c = cdist(a, b)
+    perms = list(itertools.permutations(range(n)))
+    costs = np.array([c[np.arange(n), p].sum() for p in perms])
+    best = costs.min()
+    optimal = [p for p, v in zip(perms, costs, strict=True) if v <= best + 1e-9 * max(best, 1)]
+    for solver in ("dense", "sparse"):
+        r = min_cost_matching(a, b, root=True, solver=solver, k=1, k_list=1, seed=seed)
+        assert r.total_cost == pytest.approx(best, rel=1e-9, abs=1e-12)
+        assert tuple(r.link) in optimal and r.certified
+    # ties="expected": C(a) = partners of a over all optimal matchings
+    r = min_cost_matching(a, b, root=True, ties="expected", k=1, k_list=2, seed=seed)
+    for i in range(n):
+        want = sorted({p[i] for p in optimal})
+        assert list(r.cand_indices[r.cand_indptr[i]:r.cand_indptr[i + 1]]) == want
+
+
+@pytest.mark.parametrize("n,n2,m,seed", [(400, 400, 2, 0), (1500, 1500, 3, 1), (2500, 2500, 2, 2),
+                                         (700, 650, 3, 3), (600, 690, 2, 4)])
+def test_sparse_certified_equals_dense_with_ties(n, n2, m, seed):
+    a, b = _int_pair(n, m=m, n2=n2, seed=seed, spread=6)
+    c = cdist(a, b)
+    best = _dense_opt(c)
+    dense = min_cost_matching(a, b, root=True, solver="dense")
+    sparse = min_cost_matching(a, b, root=True, solver="sparse", k=3, k_list=8, seed=seed)
+    for r in (dense, sparse):
+        assert r.certified
+        assert r.total_cost == pytest.approx(best, rel=1e-9)
+        assert _cost_of(c, r.link) == pytest.approx(best, rel=1e-9)
+        ok = r.link >= 0
+        assert ok.sum() == min(n, n2) and np.unique(r.link[ok]).size == ok.sum()
+    assert sparse.gap_bound <= 1e-6 * best  # n·tol, tol = 1e-9·max edge cost
+
+
+@pytest.mark.parametrize("n", [800, 1500])  # 1500: auction start + flattened duals
+def test_certificate_repairs_a_too_thin_graph(n):
+    # 1-NN lists: the graph optimum is not the global one, the certificate must say so and
+    # the repair loop must reach the dense optimum
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((n, 2))
+    b = a + 0.8 * rng.standard_normal(a.shape)
+    r = min_cost_matching(a, b, root=True, solver="sparse", k=1, k_list=1)
+    assert r.certified and r.info["rounds"] > 1 and r.info["repaired_edges"] > 0
+    assert r.total_cost == pytest.approx(_dense_opt(cdist(a, b)), rel=1e-9)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_rectangular_ties_expected_equals_enumeration(seed):
+    rng = np.random.default_rng(seed)
+    n, n2 = int(rng.integers(1, 6)), int(rng.integers(1, 6))
+    a = rng.integers(0, 3, (n, 1)).astype(float)
+    b = rng.integers(0, 3, (n2, 1)).astype(float)
+    c = cdist(a, b)
+    if n <= n2:
+        sols = [dict(zip(range(n), p, strict=True)) for p in itertools.permutations(range(n2), n)]
+    else:
+        sols = [{p[j]: j for j in range(n2)} for p in itertools.permutations(range(n), n2)]
+    costs = np.array([sum(c[i, j] for i, j in s.items()) for s in sols])
+    optimal = [s for s, v in zip(sols, costs, strict=True) if v <= costs.min() + 1e-9]
+    for solver in ("sparse", "graph"):
+        r = min_cost_matching(a, b, root=True, solver=solver, ties="expected", k=1, k_list=2,
+                              seed=seed)
+        assert r.total_cost == pytest.approx(costs.min(), abs=1e-9)
+        for i in range(n):
+            want = sorted({s[i] for s in optimal if i in s})
+            assert list(r.cand_indices[r.cand_indptr[i]:r.cand_indptr[i + 1]]) == want
+
+
+@pytest.mark.parametrize("metric", ["sqeuclidean", "l1", "linf", "kernel"])
+def test_other_metrics_sparse_equals_dense(metric):
+    rng = np.random.default_rng(3)
+    a = rng.integers(0, 5, (500, 3)).astype(float) / 4
+    b = a + rng.integers(-1, 2, a.shape) / 4
+    d = min_cost_matching(a, b, metric=metric, solver="dense")
+    s = min_cost_matching(a, b, metric=metric, solver="sparse", k=2, k_list=6)
+    assert s.certified
+    assert s.total_cost == pytest.approx(d.total_cost, rel=1e-9, abs=1e-9)
+
+
+# --------------------------------------------------------------------------------------
+# the SPEC's examples
+# --------------------------------------------------------------------------------------
+EX1 = ([(1, 0), (0, 1), (-1, 0), (0, -1)], [(0, 0), (0, 2.1), (-2.1, 0), (0, -2.1)])
+EX2 = ([1, 2, 3, 4], [2, 3, 4, -0.1])
+
+
+@pytest.mark.parametrize("ex,dbrl_rate,gdbrl_rate", [(EX1, 0.25, 1.0), (EX2, 0.25, 0.0)])
+def test_spec_examples_on_raw_values(ex, dbrl_rate, gdbrl_rate):
+    """The SPEC's examples are stated on raw values: checked on the engine directly
+    (per-file standardization changes them, see the next test)."""
+    a = np.asarray(ex[0], float).reshape(4, -1)
+    b = np.asarray(ex[1], float).reshape(4, -1)
+    s = nearest_sets(a, b, truth=np.arange(4))
+    assert s.correct.sum() / 4 == pytest.approx(dbrl_rate)
+    for solver in ("dense", "sparse"):
+        g = min_cost_matching(a, b, root=True, solver=solver)
+        assert np.mean(g.link == np.arange(4)) == pytest.approx(gdbrl_rate)
+
+
+@pytest.mark.parametrize("ex,dbrl_rate,gdbrl_rate", [(EX1, 1.0, 1.0), (EX2, 0.0, 0.0)])
+def test_spec_examples_through_attack_are_standardized(ex, dbrl_rate, gdbrl_rate):
+    o, m = _df(ex[0]), _df(ex[1])
+    assert linkrisk.attack(o, m, "dbrl").rate == pytest.approx(dbrl_rate)
+    r = linkrisk.attack(o, m, "gdbrl")
+    assert r.rate == pytest.approx(gdbrl_rate)
+    # the same matching as the engine on standardized values
+    g = min_cost_matching(standardize(o.to_numpy()), standardize(m.to_numpy()), root=True)
+    assert np.array_equal(r.per_record["link"].to_numpy(), g.link)
+
+
+# --------------------------------------------------------------------------------------
+# public attack: results, identity, padding, delta, approximations
+# --------------------------------------------------------------------------------------
+def test_attack_reports_fixed_points_cost_and_records():
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((300, 4))
+    y = x + 0.5 * rng.standard_normal(x.shape)
+    r = linkrisk.attack(_df(x), _df(y), "gdbrl")
+    sa, sb = standardize(x), standardize(y)
+    c = cdist(sa, sb)
+    link = r.per_record["link"].to_numpy()
+    assert r.extra["total_cost"] == pytest.approx(_dense_opt(c), rel=1e-9)
+    assert r.correct_links == r.extra["fixed_points"] == (link == np.arange(300)).sum()
+    assert (r.per_record["candidates"] == 1).all()
+    np.testing.assert_allclose(r.per_record["score"], c[np.arange(300), link])
+    assert r.extra["certified"] and r.extra["solver"] == "dense"
+    # the sparse path on the same data
+    s = linkrisk.attack(_df(x), _df(y), "gdbrl", solver="sparse", k=2)
+    assert s.extra["certified"] and s.extra["total_cost"] == pytest.approx(
+        r.extra["total_cost"], rel=1e-9)
+
+
+@pytest.mark.parametrize("solver", ["dense", "sparse"])
+def test_identity_masking_is_fully_linked_and_certified(solver):
+    x = np.random.default_rng(1).standard_normal((1200, 5))
+    r = linkrisk.attack(_df(x), _df(x), "gdbrl", solver=solver)
+    assert r.rate == 1.0 and r.extra["certified"] and r.extra["total_cost"] == 0.0
+
+
+def test_metric_choice_and_kernel_degree():
+    a, b = _int_pair(200, seed=3)
+    for metric in ("sqeuclidean", "l1", "mahalanobis0", "rank_sum", "kernel"):
+        r = linkrisk.attack(_df(a), _df(b), "gdbrl", metric=metric, d=1)
+        assert r.extra["certified"] and r.extra["metric"] == metric
+
+
+def test_padding_unequal_sizes():
+    a, b = _int_pair(300, n2=340, seed=4, spread=5)
+    truth_ids = np.arange(340)
+    o = _df(a).assign(id=truth_ids[:300])
+    m = _df(b).assign(id=truth_ids)
+    c = cdist(standardize(a), standardize(b))
+    for direction, cc in (("original->masked", c), ("masked->original", c.T)):
+        r = linkrisk.attack(o, m, "gdbrl", ids="id", direction=direction)
+        link = r.per_record["link"].to_numpy()
+        assert r.extra["total_cost"] == pytest.approx(_dense_opt(cc), rel=1e-9)
+        dummies = link < 0
+        assert dummies.sum() == r.extra["dummies"] == (40 if direction != "original->masked" else 0)
+        assert (r.per_record["correct"][dummies] == 0).all()
+        s = linkrisk.attack(o, m, "gdbrl", ids="id", direction=direction, solver="sparse", k=2)
+        assert s.extra["certified"]
+        assert s.extra["total_cost"] == pytest.approx(r.extra["total_cost"], rel=1e-9)
+    with pytest.raises(LinkriskError, match="pad=True"):
+        linkrisk.attack(o, m, "gdbrl", ids="id", pad=False)
+
+
+def test_delta_restricts_edges():
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((250, 3))
+    y = x + 0.3 * rng.standard_normal(x.shape)
+    c = cdist(standardize(x), standardize(y))
+    owner = float(c[np.arange(250), np.arange(250)].max())
+    r = linkrisk.attack(_df(x), _df(y), "gdbrl", delta="owner")
+    assert r.extra["delta"] == pytest.approx(owner)
+    link = r.per_record["link"].to_numpy()
+    assert (c[np.arange(250), link] <= owner).all()
+    assert r.extra["total_cost"] == pytest.approx(_dense_opt(np.where(c <= owner, c, np.inf)),
+                                                  rel=1e-9)
+    # a threshold that binds: the optimum of the restricted problem, on every solver
+    d = float(np.quantile(c[np.arange(250), np.arange(250)], 0.995))
+    cr = np.where(c <= d, c, np.inf)
+    want = _dense_opt(cr)
+    assert want > _dense_opt(c)  # the restriction changes the optimum
+    for solver in ("dense", "sparse", "graph"):
+        r = linkrisk.attack(_df(x), _df(y), "gdbrl", delta=d, solver=solver, k=2)
+        assert r.extra["certified"] and r.extra["total_cost"] == pytest.approx(want, rel=1e-9)
+        link = r.per_record["link"].to_numpy()
+        assert (c[np.arange(250), link] <= d).all()
+    with pytest.raises(LinkriskError, match="no perfect matching within delta"):
+        linkrisk.attack(_df(x), _df(y), "gdbrl", delta=1e-3)
+    with pytest.raises(LinkriskError, match="no perfect matching within delta"):
+        linkrisk.attack(_df(x), _df(y), "gdbrl", delta=1e-3, solver="sparse")
+
+
+def _rank_restricted(c, approx):
+    """Brute-force AGDBRL graphs: rank_a(b) = #{b' : c(a,b') < c(a,b)} ≤ h or h(a)."""
+    n = c.shape[0]
+    rank = (c[:, None, :] < c[:, :, None]).sum(2)  # rank[i, j]
+    h_a = rank[np.arange(n), np.arange(n)]
+    lim = h_a.max() if approx == "agdbrl1" else h_a[:, None]
+    return np.where(rank <= lim, c, np.inf), int(h_a.max())
+
+
+@pytest.mark.parametrize("approx", ["agdbrl1", "agdbrl2"])
+def test_agdbrl_graphs(approx):
+    a, b = _int_pair(150, seed=7, spread=5)  # ties: ranks shared
+    c = cdist(standardize(a), standardize(b))
+    cr, h = _rank_restricted(c, approx)
+    r = linkrisk.attack(_df(a), _df(b), "gdbrl", approx=approx)
+    assert r.extra["h"] == h and r.extra["solver"] == "graph" and r.extra["certified"]
+    assert r.extra["total_cost"] == pytest.approx(_dense_opt(cr), rel=1e-9)
+    link = r.per_record["link"].to_numpy()
+    assert np.isfinite(cr[np.arange(150), link]).all()
+    # pruning: the reported graph had edges in no perfect matching removed
+    assert r.extra["pruned_edges"] >= 0
+    assert r.extra["n_edges"] + r.extra["pruned_edges"] == r.extra["graph_edges"]
+    assert r.extra["graph_edges"] == np.isfinite(cr).sum()
+
+
+def test_pruning_removes_edges_in_no_perfect_matching():
+    # AGDBRL² graph on raw values: rows 0..2 keep only their own image, row 3 (true image
+    # far away) also reaches b1 and b2, which rows 1 and 2 need: those 2 edges are in no
+    # perfect matching and are pruned (Tassa 2012)
+    a = np.array([[0.0], [1], [2], [5]])
+    b = np.array([[0.05], [1.05], [2.05], [9]])
+    lim = np.abs(a - b).ravel()
+    r = min_cost_matching(a, b, root=True, row_limit=lim)
+    assert r.solver == "graph" and r.info["graph_edges"] == 6
+    assert r.info["pruned_edges"] == 2 and r.n_edges == 4
+    assert list(r.link) == [0, 1, 2, 3] and r.certified
+
+
+def test_ties_expected_on_duplicates():
+    # two pairs of identical records, identity masking: each duplicate has two optimal
+    # partners, so its expected correct link is 1/2
+    x = np.array([[0.0, 0], [0, 0], [5, 5], [9, 1], [9, 1], [3, 7]])
+    r = linkrisk.attack(_df(x), _df(x), "gdbrl", ties="expected")
+    np.testing.assert_allclose(r.per_record["correct"], [0.5, 0.5, 1, 0.5, 0.5, 1])
+    assert r.per_record["candidates"].tolist() == [2, 2, 1, 2, 2, 1]
+    assert r.extra["ambiguous"] == 4 and r.extra["expected_correct_links"] == 4.0
+    m = linkrisk.attack(_df(x), _df(x), "gdbrl")
+    assert m.extra["total_cost"] == 0.0 and m.correct_links == m.extra["fixed_points"]
+
+
+def test_progress_and_errors():
+    a, b = _int_pair(100, seed=8)
+    calls = []
+    linkrisk.attack(_df(a), _df(b), "gdbrl", solver="sparse",
+                    progress=lambda d, t: calls.append((d, t)))
+    assert calls and calls[-1] == (1000, 1000)
+    assert all(d <= t for d, t in calls)
+    with pytest.raises(LinkriskError, match="approx"):
+        linkrisk.attack(_df(a), _df(b), "gdbrl", approx="agdbrl3")
+    with pytest.raises(LinkriskError, match="delta"):
+        linkrisk.attack(_df(a), _df(b), "gdbrl", delta="max")
+    with pytest.raises(LinkriskError, match="solver"):
+        linkrisk.attack(_df(a), _df(b), "gdbrl", solver="fast")
+    with pytest.raises(LinkriskError, match="ties"):
+        linkrisk.attack(_df(a), _df(b), "gdbrl", ties="random")

@@ -1,0 +1,236 @@
+"""Exact k-NN lists and the other scans of engine/knn.py against brute force; the sparse
+assignment solver and Tassa's allowed edges against enumeration / scipy."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from scipy.optimize import linear_sum_assignment
+from scipy.spatial.distance import cdist
+
+from linkrisk.engine import Tables
+from linkrisk.engine.assignment import SparseAssignment, allowed_edges, to_csr
+from linkrisk.engine.knn import (
+    Pairwise,
+    count_within,
+    dense_costs,
+    knn,
+    kth_cost,
+    pair_costs,
+    scan_reduced,
+    within_graph,
+)
+
+
+def _scores(x, y, metric, degree=2, tables=None):
+    """Brute-force score matrices, same definitions as the engine."""
+    if metric == "sqeuclidean":
+        return cdist(x, y, "sqeuclidean")
+    if metric == "l1":
+        return cdist(x, y, "cityblock")
+    if metric == "linf":
+        return cdist(x, y, "chebyshev")
+    if metric == "kernel":
+        kxx = (1 + (x * x).sum(1)) ** degree
+        kyy = (1 + (y * y).sum(1)) ** degree
+        return kxx[:, None] + kyy[None, :] - 2 * (1 + x @ y.T) ** degree
+    if metric == "mixed":
+        out = np.zeros((x.shape[0], y.shape[0]))
+        for j in range(x.shape[1]):
+            L = tables.size[j]
+            if L == 0:
+                out += (x[:, j, None] - y[None, :, j]) ** 2
+            else:
+                t = tables.flat[tables.off[j]:tables.off[j] + L * L].reshape(L, L)
+                out += t[x[:, j].astype(int)][:, y[:, j].astype(int)]
+        return out
+    raise AssertionError(metric)
+
+
+def _data(metric, n_x, n_y, seed):
+    rng = np.random.default_rng(seed)
+    if metric == "mixed":
+        x = np.column_stack([rng.integers(0, 3, n_x), rng.integers(0, 4, n_x),
+                             rng.integers(0, 3, n_x)]).astype(float)
+        y = np.column_stack([rng.integers(0, 3, n_y), rng.integers(0, 4, n_y),
+                             rng.integers(0, 3, n_y)]).astype(float)
+        # an asymmetric table (masking-aware style, with an impossible pair = inf)
+        t1 = rng.integers(0, 3, (4, 4)).astype(float)
+        t1[0, 3] = np.inf
+        tables = Tables.from_list([None, t1, 1.0 - np.eye(3)])
+        return x, y, {"tables": tables}
+    # integer-valued data: many exact ties
+    x = rng.integers(-3, 4, (n_x, 3)).astype(float)
+    y = rng.integers(-3, 4, (n_y, 3)).astype(float)
+    if metric == "kernel":
+        x, y = x / 3, y / 3
+        return x, y, {"degree": 2}
+    return x, y, {}
+
+
+def _brute_knn(s, k):
+    """The k smallest of each row by (score, index): a stable argsort; +inf entries are
+    not neighbours."""
+    order = np.argsort(s, axis=1, kind="stable")[:, :k]
+    sc = np.take_along_axis(s, order, 1)
+    return np.where(np.isinf(sc), -1, order), sc
+
+
+METRICS = ["sqeuclidean", "l1", "linf", "kernel", "mixed"]
+
+
+@pytest.mark.parametrize("metric", METRICS)
+@pytest.mark.parametrize("shape", [(300, 260), (40, 90)])
+def test_knn_equals_brute_force(metric, shape):
+    x, y, kw = _data(metric, *shape, seed=1)
+    pw = Pairwise.build(x, y, metric, **kw)
+    s = dense_costs(pw)  # the engine's bits, so that near-ties order as in the kernel
+    np.testing.assert_allclose(s, _scores(x, y, metric, **kw), rtol=1e-12, atol=1e-12)
+    for k in (1, 5, 17):
+        nn = knn(pw, k)
+        kf, kb = min(k, y.shape[0]), min(k, x.shape[0])
+        fi, fs = _brute_knn(s, kf)
+        bi, bs = _brute_knn(s.T, kb)
+        assert np.array_equal(nn.fwd_idx, fi)
+        assert np.array_equal(nn.bwd_idx, bi)
+        np.testing.assert_allclose(nn.fwd_score, fs, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(nn.bwd_score, bs, rtol=1e-12, atol=1e-12)
+
+
+def test_knn_ties_keep_lowest_index_and_blocks_do_not_matter():
+    # all records identical: every score ties, lists must be 0..k-1
+    x = np.zeros((1000, 2))
+    y = np.zeros((700, 2))
+    nn = knn(Pairwise.build(x, y), 4, threads=2)
+    assert (nn.fwd_idx == np.arange(4)).all()
+    assert (nn.bwd_idx == np.arange(4)).all()
+    nn1 = knn(Pairwise.build(x, y), 4, threads=1)
+    assert np.array_equal(nn.bwd_idx, nn1.bwd_idx)
+
+
+def test_knn_forward_only():
+    x, y, _ = _data("l1", 50, 60, 2)
+    nn = knn(Pairwise.build(x, y, "l1"), 3, kb=0)
+    assert nn.bwd_idx.shape == (60, 0)
+    assert np.array_equal(nn.fwd_idx, _brute_knn(cdist(x, y, "cityblock"), 3)[0])
+
+
+@pytest.mark.parametrize("metric", ["sqeuclidean", "mixed"])
+def test_swapped_gives_the_same_costs(metric):
+    x, y, kw = _data(metric, 30, 40, 3)
+    pw = Pairwise.build(x, y, metric, **kw)
+    assert np.array_equal(dense_costs(pw.swapped()), dense_costs(pw).T)
+
+
+def test_fast_squared_euclidean_path_gives_the_shared_kernels_bits():
+    rng = np.random.default_rng(9)
+    x, y = rng.standard_normal((37, 13)), rng.standard_normal((301, 13))
+    for root in (False, True):
+        pw = Pairwise.build(x, y, root=root)
+        assert np.array_equal(dense_costs(pw), dense_costs(pw, reference=True))
+
+
+@pytest.mark.parametrize("root", [False, True])
+def test_scans_equal_brute_force(root):
+    x, y, _ = _data("sqeuclidean", 120, 150, 4)
+    pw = Pairwise.build(x, y, root=root)
+    c = cdist(x, y, "euclidean" if root else "sqeuclidean")
+    np.testing.assert_allclose(dense_costs(pw), c, rtol=1e-12)
+    rng = np.random.default_rng(0)
+    off = rng.integers(0, 3, y.shape[0]).astype(float)
+    rows = np.array([0, 5, 7, 119, 5])
+    thr = np.full(rows.shape[0], 0.5)
+    s = scan_reduced(pw, rows, off, thr, cap=4, cmax=4.0)
+    r = np.where(c[rows] <= 4.0, c[rows] - off, np.inf)
+    np.testing.assert_allclose(s.min, r.min(1))
+    np.testing.assert_array_equal(s.count, (r <= 0.5).sum(1))
+    for p in range(rows.shape[0]):
+        want = np.argsort(r[p], kind="stable")[:min(4, s.count[p])]
+        np.testing.assert_array_equal(s.idx[p, :want.shape[0]], want)
+    # counts, explicit radius graph, k-th smallest cost, pair costs
+    thr = np.quantile(c, 0.1, axis=1)
+    np.testing.assert_array_equal(count_within(pw, thr), (c <= thr[:, None]).sum(1))
+    np.testing.assert_array_equal(count_within(pw, thr, strict=True), (c < thr[:, None]).sum(1))
+    ip, ix, w = within_graph(pw, thr)
+    for i in (0, 33, 119):
+        np.testing.assert_array_equal(ix[ip[i]:ip[i + 1]], np.flatnonzero(c[i] <= thr[i]))
+        np.testing.assert_allclose(w[ip[i]:ip[i + 1]], c[i][c[i] <= thr[i]])
+    kk = rng.integers(1, y.shape[0] + 1, x.shape[0])
+    np.testing.assert_allclose(kth_cost(pw, kk), np.sort(c, 1)[np.arange(x.shape[0]), kk - 1])
+    ia, ib = rng.integers(0, 120, 50), rng.integers(0, 150, 50)
+    np.testing.assert_allclose(pair_costs(pw, ia, ib), c[ia, ib])
+
+
+# --------------------------------------------------------------------------------------
+# sparse assignment
+# --------------------------------------------------------------------------------------
+def _full_graph(c):
+    r, col = np.nonzero(np.isfinite(c))
+    return to_csr(r, col, c[r, col], c.shape[0])
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_sparse_assignment_matches_scipy_with_feasible_duals(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 60))
+    n2 = n + int(rng.integers(0, 4))
+    c = rng.integers(0, 4, (n, n2)).astype(float)  # heavy ties
+    c[rng.random(c.shape) < 0.3] = np.inf          # a sparse graph
+    c[np.arange(n), np.arange(n)] = rng.integers(0, 4, n)  # keep it feasible
+    sa = SparseAssignment(*_full_graph(c), n2)
+    assert sa.solve()
+    sa.polish()
+    ri, ci = linear_sum_assignment(np.where(np.isinf(c), 1e9, c))
+    assert c[np.arange(n), sa.col4row].sum() == pytest.approx(c[ri, ci].sum(), abs=1e-9)
+    assert len(set(sa.col4row)) == n
+    assert sa.reduced_costs().min() >= -1e-12
+    assert np.allclose(sa.matched_cost() - sa.u - sa.v[sa.col4row], 0)
+    if n2 > n:  # rectangular dual conditions
+        assert sa.v.max() <= 0 and (sa.v[sa.row4col < 0] == 0).all()
+
+
+def test_sparse_assignment_warm_start_after_adding_edges():
+    rng = np.random.default_rng(7)
+    n = 200
+    c = rng.random((n, n))
+    keep = np.argsort(c, 1)[:, :2]  # a thin graph first, plus the diagonal for feasibility
+    rows = np.concatenate([np.repeat(np.arange(n), 2), np.arange(n)])
+    cols = np.concatenate([keep.ravel(), np.arange(n)])
+    sa = SparseAssignment(*to_csr(rows, cols, c[rows, cols], n), n)
+    assert sa.solve()
+    rest = np.nonzero(np.ones((n, n), bool))
+    sa.add_edges(rest[0], rest[1], c[rest])
+    assert sa.solve()
+    sa.polish()
+    ri, ci = linear_sum_assignment(c)
+    assert c[np.arange(n), sa.col4row].sum() == pytest.approx(c[ri, ci].sum(), rel=1e-12)
+    assert sa.reduced_costs().min() >= -1e-12
+
+
+def test_infeasible_graph_is_reported():
+    c = np.full((3, 3), np.inf)
+    c[0, 0] = c[1, 0] = c[2, 1] = c[2, 2] = 1.0  # rows 0 and 1 both need column 0
+    sa = SparseAssignment(*_full_graph(c), 3)
+    assert not sa.solve()
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_allowed_edges_equal_enumeration(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(2, 6))
+    n2 = n + int(rng.integers(0, 2))
+    adj = rng.random((n, n2)) < 0.5
+    perm = rng.permutation(n2)[:n]
+    adj[np.arange(n), perm] = True  # some full matching exists
+    r, c = np.nonzero(adj)
+    ip, ix, _ = to_csr(r, c, np.zeros(r.shape[0]), n)
+    ok = allowed_edges(ip, ix, perm, n2)
+    want = np.zeros_like(adj)
+    for p in itertools.permutations(range(n2), n):
+        if adj[np.arange(n), p].all():
+            want[np.arange(n), p] = True
+    got = np.zeros_like(adj)
+    got[np.repeat(np.arange(n), np.diff(ip))[ok], ix[ok]] = True
+    assert np.array_equal(got, want)
