@@ -13,7 +13,7 @@ from ..data import attribute_kinds, parse_columns, select_qi, truth_from_ids
 from ..engine import DEFAULT_MEMORY_BUDGET
 from ..engine.nearest import Progress
 from ..errors import LinkriskError
-from . import distance, rank  # noqa: F401  (registers the attacks)
+from . import categorical, distance, globalmatch, probabilistic, rank  # noqa: F401  (registers the attacks)
 from .base import ATTACKS, AttackResult, LinkContext, Outcome
 
 DIRECTIONS = {

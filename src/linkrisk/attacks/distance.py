@@ -64,7 +64,15 @@ def _whitened(ctx: LinkContext, with_cov: bool) -> tuple[np.ndarray, np.ndarray]
 def space(ctx: LinkContext, metric: str = "euclidean", **kw: Any) -> Space:
     """The named distance as engine inputs. Metrics: ``euclidean`` / ``sqeuclidean`` /
     ``l1`` (per-file standardized attributes), ``dbrl2``, ``mahalanobis``,
-    ``mahalanobis0``, ``kernel`` (``d=``), ``rank_sum``, ``rank_max``."""
+    ``mahalanobis0``, ``kernel`` (``d=``), ``rank_sum``, ``rank_max``; ``hamming`` and
+    ``mixed`` (and ``euclidean``/``sqeuclidean``/``l1`` on QIs that include categorical
+    attributes) encode categories, see :mod:`.categorical`."""
+    if metric in ("hamming", "mixed") or (
+            metric in ("euclidean", "sqeuclidean", "l1")
+            and any(ctx.kinds[c] != "numeric" for c in ctx.qi)):
+        from .categorical import categorical_space
+
+        return categorical_space(ctx, metric, **kw)
     if metric in ("euclidean", "sqeuclidean", "l1", "kernel"):
         a, b = ctx.numeric()
         sa, sb = standardize(a), standardize(b)
@@ -92,7 +100,7 @@ def space(ctx: LinkContext, metric: str = "euclidean", **kw: Any) -> Space:
 
 
 METRICS = ("euclidean", "sqeuclidean", "l1", "dbrl2", "mahalanobis", "mahalanobis0", "kernel",
-           "rank_sum", "rank_max")
+           "rank_sum", "rank_max", "hamming", "mixed")
 
 
 def linked(ctx: LinkContext, metric: str, **kw: Any) -> Outcome:

@@ -1,0 +1,675 @@
+"""Probabilistic record linkage, ``prl`` (Fellegi & Sunter 1969; EM as Jaro 1989, Winkler).
+
+**Comparison vector.** γ(a,b) ∈ {0,1}^m, γ_j = 1 when a and b agree on attribute j:
+categorical (nominal or ordinal) attributes agree when the categories are equal; a numeric
+attribute agrees when both values fall into the same of ``q`` quantile bins (default 10;
+the bin edges are the quantiles of the attacker's file A — the original file in the
+default direction — applied to both files; values on an edge go to the upper bin), or,
+with ``tol=`` (one value, or {col: tol}, in the attribute's units), when |a−b| ≤ tol.
+Pattern index: bit j of the index is γ_j.
+
+**Pattern counts.** EM needs only the number of the n·n' pairs showing each of the 2^m
+patterns, computed exactly without enumerating pairs: for every subset S of attributes the
+number of pairs agreeing on all of S is Σ_v cnt_A(v)·cnt_B(v) over the value combinations v
+on S (one depth-first walk over the subsets, each step refining the previous grouping by
+one attribute), and a Möbius inversion over supersets turns "agree on at least S" into
+"agree on exactly S". O(2^m·(n+n')) instead of O(n·n'·m). Attributes compared with a
+tolerance are not an equivalence relation; then a compiled kernel bins the pattern of
+every pair (O(n·n'·m), still without storing pairs).
+
+**EM** under conditional independence: latent match class with proportion p;
+m_j = P(γ_j=1 | match), u_j = P(γ_j=1 | non-match); started from p = min(n,n')/(n·n'),
+u_j = the overall agreement rate, m_j = max(0.9, (1+u_j)/2); SQUAREM-accelerated EM
+iterated until the parameters move less than 1e-10 (``max_iter`` cycles at most). Every
+M-step is projected onto m_j ≥ u_j (Winkler's constrained EM: agreeing is at least as
+likely for a match as for a non-match) and probabilities are clipped into [1e-9, 1−1e-9]
+so weights stay finite. The match proportion p is by default fixed at the known
+min(n,n')/(n·n') (``match_proportion="known"``: in a release every record of the smaller
+file has its source in the other); ``match_proportion=None`` estimates it too, as Jaro
+does. Estimating p over all n·n' pairs is fragile on real categorical files with many
+duplicate records and dependent attributes: the conditional-independence likelihood is
+then maximised by a large "match" class describing population structure (an unmasked
+Household file gets 175 of its 493 distinct records re-identified with p estimated, 493
+with p known). Even with p known, m/u can be far from the masking's keep probabilities on
+such files (the independence model does not hold); that is a property of the method,
+reported as is (m, u, p in ``Outcome.extra``).
+Weights (bits): w_j = log2(m_j/u_j) when agreeing, log2((1−m_j)/(1−u_j)) otherwise;
+w = Σ_j w_j.
+
+**Classification** (Fellegi & Sunter's optimal rule, without the randomisation at the
+boundary): the 2^m patterns are ordered by weight; the linked patterns (LP) are the
+largest set of top-weight patterns whose u-mass (probability of a link given a non-match)
+is ≤ ``max_fp``; the non-linked ones (NP) the largest set of bottom-weight patterns, not in
+LP, whose m-mass (probability of a non-link given a match) is ≤ ``max_fn``; the rest are
+clerical (CP). Patterns of equal weight are never split. Pairs with w ≥ ``upper_threshold``
+are LP, w ≤ ``lower_threshold`` NP. ``Outcome.extra`` reports m, u, p, the weights, the
+thresholds, the achieved error bounds and the number of pairs in each class (from the
+pattern counts).
+
+**Risk measure** (SPEC §2): every a is linked to its maximal-weight candidate set C(a)
+(score −w, the SPEC's tie rule), correct = χ(true(a) ∈ C(a))/|C(a)|. Since w depends only
+on the pattern and is additive, C(a) is found without enumerating pairs when every
+attribute's agreement raises the weight (m_j > u_j; attributes with m_j = u_j weigh
+nothing and are skipped): the best pattern of a is the maximal-weight subset S on which
+some b agrees with a, and the tied sets are whole groups of B (same values on S) — the
+same subset walk, O(2^m·(n+n')) (``extra["candidate_search"] = "groups"``). Otherwise the
+engine's
+``mixed`` metric scores pairs with per-attribute tables of −w_j (exact ties), and with
+tolerances a compiled pair kernel does. ``one_to_one=True`` links by a one-to-one
+assignment maximising the total weight (dense n×n' cost matrix, bounded by the memory
+budget); a record then counts as re-identified when it is assigned its true image.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numba as nb
+import numpy as np
+import pandas as pd
+from scipy.special import expit
+
+from ..data import numeric_matrix
+from ..engine import RTOL, NearestSets, Tables
+from ..errors import LinkriskError
+from .base import LinkContext, Outcome, register
+from .categorical import MAX_CATEGORIES, shared_codes
+
+#: most attributes prl compares (2^m patterns)
+MAX_ATTRIBUTES = 20
+#: probabilities are kept inside [EPS, 1 − EPS]
+EPS = 1e-9
+
+
+# ---------------------------------------------------------------- comparison vectors
+@dataclass
+class Comparison:
+    """Both files as per-attribute comparison values: integer codes (agreement = equality)
+    or, where ``tol[j] > 0``, raw numeric values (agreement = |a−b| ≤ tol)."""
+
+    a: np.ndarray      # float64 (n_a, m)
+    b: np.ndarray      # float64 (n_b, m)
+    tol: np.ndarray    # float64 (m,); -1 marks code attributes
+    size: np.ndarray   # int64 (m,): number of codes (0 for tolerance attributes)
+    rule: list[str]    # human-readable comparison rule per attribute
+
+    @property
+    def coded(self) -> bool:
+        return bool((self.tol < 0).all())
+
+
+def quantile_bins(x: np.ndarray, ref: np.ndarray, q: int) -> np.ndarray:
+    """Bin number of each value of ``x`` among the ``q`` quantile bins of ``ref``."""
+    edges = np.unique(np.quantile(ref, np.arange(1, q) / q))
+    return np.searchsorted(edges, x, side="right")
+
+
+def compare(ctx: LinkContext, q: int = 10, tol: Any = None) -> Comparison:
+    """Encode both files for the comparison vector (see the module docstring)."""
+    if isinstance(q, bool) or not isinstance(q, (int, np.integer)) or q < 2:
+        raise LinkriskError(f"q (number of quantile bins) must be an integer >= 2, got {q!r}")
+    num = [c for c in ctx.qi if ctx.kinds[c] == "numeric"]
+    if tol is None:
+        tols = {}
+    elif isinstance(tol, Mapping):
+        tols = {}
+        for c, t in tol.items():
+            if c not in ctx.qi:
+                raise LinkriskError(f"tol given for {c!r}, which is not a QI column")
+            if ctx.kinds[c] != "numeric":
+                raise LinkriskError(f"tol applies to numeric attributes; {c!r} is categorical")
+            tols[c] = float(t)
+    else:
+        if not num:
+            raise LinkriskError("tol applies to numeric attributes and all QIs are categorical")
+        tols = dict.fromkeys(num, float(tol))
+    if any(not np.isfinite(t) or t < 0 for t in tols.values()):
+        raise LinkriskError("tol must be a finite non-negative number")
+    m = len(ctx.qi)
+    a, b = np.empty((ctx.n_a, m)), np.empty((ctx.n_b, m))
+    tv, size, rule = np.full(m, -1.0), np.zeros(m, np.int64), []
+    for j, c in enumerate(ctx.qi):
+        if ctx.kinds[c] != "numeric":
+            cats, a[:, j], b[:, j] = shared_codes(ctx, c)
+            size[j] = len(cats)
+            rule.append("equal category")
+            continue
+        xa = numeric_matrix(ctx.a_df, [c], what="attacker's file")[:, 0]
+        xb = numeric_matrix(ctx.b_df, [c], what="released file")[:, 0]
+        if c in tols:
+            a[:, j], b[:, j], tv[j] = xa, xb, tols[c]
+            rule.append(f"|a-b| <= {tols[c]:g}")
+        else:
+            a[:, j], b[:, j] = quantile_bins(xa, xa, q), quantile_bins(xb, xa, q)
+            size[j] = int(max(a[:, j].max(), b[:, j].max())) + 1
+            rule.append(f"same of {q} quantile bins")
+    return Comparison(a, b, tv, size, rule)
+
+
+# ---------------------------------------------------------------- subset walk (coded files)
+def _relabel(key: np.ndarray, bound: int) -> tuple[np.ndarray, int]:
+    """Dense group numbers 0..g−1 for integer keys in [0, bound)."""
+    if bound <= 4 * key.size + 1024:
+        present = np.zeros(bound, bool)
+        present[key] = True
+        remap = np.cumsum(present) - 1
+        return remap[key], int(remap[-1]) + 1
+    ids, uniq = pd.factorize(key)
+    return ids.astype(np.int64), len(uniq)
+
+
+def subset_walk(codes: np.ndarray, size: np.ndarray,
+                visit: Callable[[int, np.ndarray, int], None]) -> None:
+    """Call ``visit(S, ids, g)`` for every subset S ⊆ {0..m−1} (bitmask), where ``ids``
+    numbers the rows of ``codes`` (A stacked over B) by their value combination on S
+    (0..g−1). Depth-first: each subset's grouping refines its parent's by one attribute."""
+    m = codes.shape[1]
+
+    def rec(s: int, ids: np.ndarray, g: int, last: int) -> None:
+        visit(s, ids, g)
+        for j in range(last + 1, m):
+            child, gc = _relabel(ids * int(size[j]) + codes[:, j], g * int(size[j]))
+            rec(s | (1 << j), child, gc, j)
+
+    rec(0, np.zeros(codes.shape[0], np.int64), 1, -1)
+
+
+def _walk_cost(cmp: Comparison, m: int | None = None) -> float:
+    """Rough cost of one subset walk (numpy steps over 2^m groupings of n+n' rows)."""
+    m = cmp.a.shape[1] if m is None else m
+    return 20.0 * (1 << m) * (cmp.a.shape[0] + cmp.b.shape[0])
+
+
+def _pair_cost(cmp: Comparison) -> float:
+    """Rough cost of one compiled pass over all pairs."""
+    return float(cmp.a.shape[0]) * cmp.b.shape[0] * cmp.a.shape[1]
+
+
+def _stack(cmp: Comparison) -> np.ndarray:
+    return np.ascontiguousarray(np.vstack([cmp.a, cmp.b]).astype(np.int64))
+
+
+def superset_mobius(at_least: np.ndarray, m: int) -> np.ndarray:
+    """Counts of "agree on exactly S" from counts of "agree on at least S" (all 2^m)."""
+    e = at_least.astype(np.int64).copy()
+    for j in range(m):
+        v = e.reshape(-1, 2, 1 << j)
+        v[:, 0, :] -= v[:, 1, :]
+    return e
+
+
+def pattern_counts(cmp: Comparison) -> np.ndarray:
+    """Number of (a, b) pairs showing each agreement pattern (int64, 2^m), exact."""
+    m = cmp.a.shape[1]
+    n_a = cmp.a.shape[0]
+    if not cmp.coded or _walk_cost(cmp) > _pair_cost(cmp):
+        return _pair_counts(cmp)
+    codes = _stack(cmp)
+    at_least = np.zeros(1 << m, np.int64)
+
+    def visit(s: int, ids: np.ndarray, g: int) -> None:
+        ca = np.bincount(ids[:n_a], minlength=g)
+        cb = np.bincount(ids[n_a:], minlength=g)
+        at_least[s] = int(ca @ cb)
+
+    subset_walk(codes, cmp.size, visit)
+    return superset_mobius(at_least, m)
+
+
+# ---------------------------------------------------------------- pair kernels (tolerance)
+@nb.njit(inline="always")
+def _pattern(a, b, i, k, tol):
+    p = 0
+    for j in range(a.shape[1]):
+        d = abs(a[i, j] - b[k, j])
+        if d <= (tol[j] if tol[j] > 0 else 0.0):
+            p |= 1 << j
+    return p
+
+
+@nb.njit(parallel=True, cache=True)
+def _pair_counts_kernel(a, b, tol, n_pat, n_chunks):
+    n_a = a.shape[0]
+    hist = np.zeros((n_chunks, n_pat), np.int64)
+    step = (n_a + n_chunks - 1) // n_chunks
+    for c in nb.prange(n_chunks):
+        for i in range(c * step, min(n_a, (c + 1) * step)):
+            for k in range(b.shape[0]):
+                hist[c, _pattern(a, b, i, k, tol)] += 1
+    return hist.sum(axis=0)
+
+
+def _pair_counts(cmp: Comparison) -> np.ndarray:
+    m = cmp.a.shape[1]
+    return _pair_counts_kernel(cmp.a, cmp.b, cmp.tol, 1 << m, max(1, nb.get_num_threads() * 4))
+
+
+@nb.njit(inline="always")
+def _mix(seed, i):
+    """splitmix64 of (seed, i), as the engine's tie breaking."""
+    z = np.uint64(seed) * np.uint64(0x9E3779B97F4A7C15) + np.uint64(i) + np.uint64(1)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+@nb.njit(parallel=True, cache=True)
+def _pair_best_kernel(a, b, tol, score, truth, seed, rtol, out_min, out_count, out_true,
+                      out_link):
+    """C(a) = {b : score[γ(a,b)] ≤ min + rtol·|min|} for every a; link = the
+    (mix(seed, a) mod |C|)-th member in B order, as the engine."""
+    n_a, n_b = a.shape[0], b.shape[0]
+    for i in nb.prange(n_a):
+        pat = np.empty(n_b, np.int64)
+        mn = np.inf
+        for k in range(n_b):
+            p = _pattern(a, b, i, k, tol)
+            pat[k] = p
+            if score[p] < mn:
+                mn = score[p]
+        thr = mn + rtol * abs(mn)
+        cnt = 0
+        for k in range(n_b):
+            if score[pat[k]] <= thr:
+                cnt += 1
+        pick = np.int64(_mix(seed, i) % np.uint64(cnt))
+        link = -1
+        for k in range(n_b):
+            if score[pat[k]] <= thr:
+                if pick == 0:
+                    link = k
+                    break
+                pick -= 1
+        t = truth[i]
+        out_true[i] = score[pat[t]] if t >= 0 else np.inf
+        out_min[i] = mn
+        out_count[i] = cnt
+        out_link[i] = link
+
+
+# ---------------------------------------------------------------- EM and weights
+def bits(n_attr: int, patterns: np.ndarray) -> np.ndarray:
+    """(len(patterns), m) 0/1 matrix of the patterns' agreement bits."""
+    return ((patterns[:, None] >> np.arange(n_attr)) & 1).astype(np.float64)
+
+
+@dataclass
+class EMFit:
+    m: np.ndarray
+    u: np.ndarray
+    p: float
+    iterations: int
+    converged: bool
+
+
+class _EMModel:
+    """The two-class model on the observed patterns; θ = (p, m_1..m_k, u_1..u_k)."""
+
+    def __init__(self, counts: np.ndarray, n_attr: int, fixed_p: float | None,
+                 constrain: bool = True):
+        self.constrain = constrain
+        nz = np.flatnonzero(counts)
+        self.c = counts[nz].astype(np.float64)
+        self.g = bits(n_attr, nz)
+        self.k = n_attr
+        self.fixed_p = fixed_p
+
+    def _logs(self, th: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        p, m, u = th[0], th[1:1 + self.k], th[1 + self.k:]
+        g = self.g
+        lm = np.log(p) + g @ np.log(m) + (1 - g) @ np.log1p(-m)
+        lu = np.log1p(-p) + g @ np.log(u) + (1 - g) @ np.log1p(-u)
+        return lm, lu
+
+    def loglik(self, th: np.ndarray) -> float:
+        lm, lu = self._logs(th)
+        return float(self.c @ np.logaddexp(lm, lu))
+
+    def step(self, th: np.ndarray) -> np.ndarray:
+        """One EM update: E (posterior match probability per pattern), M (weighted
+        agreement rates)."""
+        lm, lu = self._logs(th)
+        cm = self.c * expit(lm - lu)
+        cu = self.c - cm
+        sm, su = cm.sum(), cu.sum()
+        p = sm / self.c.sum() if self.fixed_p is None else self.fixed_p
+        m = np.clip((cm @ self.g) / max(sm, 1e-300), EPS, 1 - EPS)
+        u = np.clip((cu @ self.g) / max(su, 1e-300), EPS, 1 - EPS)
+        if self.constrain:
+            m = np.maximum(m, u)
+        return np.concatenate([[np.clip(p, EPS, 1 - EPS)], m, u])
+
+    def delta(self, a: np.ndarray, b: np.ndarray) -> float:
+        return max(float(np.abs(a[1:] - b[1:]).max()), abs(a[0] - b[0]) / max(a[0], 1e-300))
+
+
+def em(counts: np.ndarray, n_attr: int, p0: float, max_iter: int = 1000,
+       tol: float = 1e-10, fixed_p: float | None = None, constrain: bool = True) -> EMFit:
+    """Fellegi–Sunter two-class EM on pattern counts (conditional independence),
+    accelerated by SQUAREM (Varadhan & Roland 2008: an extrapolated step from two EM
+    steps, kept only when it does not lower the likelihood, followed by an EM step).
+    ``max_iter`` counts SQUAREM cycles (3 EM steps each). ``fixed_p``: hold the match
+    proportion fixed instead of estimating it. ``constrain``: project every M-step onto
+    m_j ≥ u_j (Winkler's constrained EM: agreement is at least as likely among matches)."""
+    model = _EMModel(counts, n_attr, fixed_p, constrain)
+    u = np.clip((model.c @ model.g) / model.c.sum(), EPS, 1 - EPS)
+    m = np.clip(np.maximum(0.9, (1 + u) / 2), EPS, 1 - EPS)
+    p = fixed_p if fixed_p is not None else p0
+    th = np.concatenate([[np.clip(p, EPS, 1 - EPS)], m, u])
+    ll = model.loglik(th)
+    it, converged = 0, False
+    while it < max_iter:
+        it += 1
+        t1 = model.step(th)
+        t2 = model.step(t1)
+        r, v = t1 - th, t2 - 2 * t1 + th
+        nv = float(np.sqrt(v @ v))
+        if nv > 0:
+            alpha = min(-float(np.sqrt(r @ r)) / nv, -1.0)
+            ext = np.clip(th - 2 * alpha * r + alpha * alpha * v, EPS, 1 - EPS)
+            cand = model.step(ext)
+            ll_c = model.loglik(cand)
+            if not np.isfinite(ll_c) or ll_c < ll - 1e-12 * abs(ll):
+                cand = t2
+        else:
+            cand = t2
+        ll, done = model.loglik(cand), model.delta(cand, th) < tol
+        th = cand
+        if done:
+            converged = True
+            break
+    p, m, u = float(th[0]), th[1:1 + n_attr], th[1 + n_attr:]
+    if (m - u).sum() < 0:  # label switching: the "match" class is the one agreeing more
+        m, u, p = u, m, 1 - p
+    return EMFit(m, u, p, it, converged)
+
+
+def agreement_weights(m: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(w_agree, w_disagree) in bits."""
+    return np.log2(m / u), np.log2((1 - m) / (1 - u))
+
+
+def pattern_table(values_agree: np.ndarray, values_disagree: np.ndarray) -> np.ndarray:
+    """v[S] = Σ_j (agree_j if j ∈ S else disagree_j), summed in attribute order starting
+    from 0.0 — the same floating-point sum as the engine's ``mixed`` kernel."""
+    v = np.zeros(1)
+    for j in range(len(values_agree)):
+        v = np.concatenate([v + values_disagree[j], v + values_agree[j]])
+    return v
+
+
+def pattern_probs(prob: np.ndarray) -> np.ndarray:
+    """P(γ = S) = Π_j prob_j^γ_j (1−prob_j)^(1−γ_j) for all 2^m patterns."""
+    v = np.ones(1)
+    for pj in prob:
+        v = np.concatenate([v * (1 - pj), v * pj])
+    return v
+
+
+@dataclass
+class Thresholds:
+    upper: float | None       # pairs with w ≥ upper are linked (None: no linked pattern)
+    lower: float | None       # pairs with w ≤ lower are non-linked (None: none)
+    fp: float                 # P(link | non-match) of the rule
+    fn: float                 # P(non-link | match) of the rule
+    cls: np.ndarray           # per pattern: 2 LP, 1 CP, 0 NP
+
+
+def fs_thresholds(w: np.ndarray, pm: np.ndarray, pu: np.ndarray, max_fp: float,
+                  max_fn: float) -> Thresholds:
+    """Fellegi–Sunter thresholds: LP = top-weight patterns with Σu ≤ max_fp, NP =
+    bottom-weight patterns (outside LP) with Σm ≤ max_fn; equal weights never split."""
+    for name, v in (("max_fp", max_fp), ("max_fn", max_fn)):
+        if not 0 <= v < 1:
+            raise LinkriskError(f"{name} must be a probability in [0, 1), got {v!r}")
+    order = np.argsort(w, kind="stable")
+    ws = w[order]
+    # weights equal up to rounding (sums of the same terms in another order) are one level
+    new = np.diff(ws) > 1e-9 * np.maximum(1.0, np.abs(ws[1:]))
+    lvl = np.concatenate([[0], np.cumsum(new)])
+    inv = np.empty(w.size, np.int64)
+    inv[order] = lvl
+    levels = ws[np.concatenate([[True], new])]      # lowest weight of each level, ascending
+    um = np.bincount(inv, pu, minlength=levels.size)
+    mm = np.bincount(inv, pm, minlength=levels.size)
+    top = np.cumsum(um[::-1])[::-1]          # u-mass of levels ≥ l
+    lp = top <= max_fp * (1 + 1e-12)
+    k_up = int(np.argmax(lp)) if lp.any() else levels.size  # first linked level
+    bot = np.cumsum(mm)                      # m-mass of levels ≤ l
+    np_ = (bot <= max_fn * (1 + 1e-12)) & (np.arange(levels.size) < k_up)
+    k_lo = int(np.flatnonzero(np_)[-1]) if np_.any() else -1  # last non-linked level
+    lvl_cls = np.ones(levels.size, np.int8)
+    lvl_cls[k_up:] = 2
+    lvl_cls[: k_lo + 1] = 0
+    return Thresholds(float(levels[k_up]) if k_up < levels.size else None,
+                      float(levels[k_lo]) if k_lo >= 0 else None,
+                      float(um[k_up:].sum()), float(mm[: k_lo + 1].sum()), lvl_cls[inv])
+
+
+# ---------------------------------------------------------------- maximal-weight sets
+def _mix64(x: np.ndarray) -> np.ndarray:
+    z = x.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15) + np.uint64(0x632BE59BD9B4E019)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+def group_sets(cmp: Comparison, score: np.ndarray, truth: np.ndarray, seed: int,
+               rtol: float = RTOL, keep: np.ndarray | None = None) -> NearestSets:
+    """Minimal-score (maximal-weight) candidate sets by the subset walk, valid when every
+    attribute's agreement lowers the score by more than the tie window: then for each a
+    the tied subsets S on which some b agrees with a are exactly the agreement patterns of
+    C(a), and their groups of B are disjoint. Two walks: the minimum, then the tied groups
+    (count and a reservoir-sampled uniform link). ``keep``: the attributes to walk; the
+    others must score agreement and disagreement identically (they are left out of the
+    walk and scored as disagreeing, which gives the same bits)."""
+    n_a, m = cmp.a.shape
+    keep = np.arange(m) if keep is None else np.flatnonzero(np.isin(np.arange(m), keep))
+    codes = _stack(cmp)[:, keep]
+    full = (((np.arange(1 << keep.size)[:, None] >> np.arange(keep.size)) & 1)
+            << keep).sum(axis=1)
+    score_k = score[full]  # score of each walked subset as a full pattern
+    best = np.full(n_a, np.inf)
+
+    def find_min(s: int, ids: np.ndarray, g: int) -> None:
+        cb = np.bincount(ids[n_a:], minlength=g)
+        np.minimum(best, np.where(cb[ids[:n_a]] > 0, score_k[s], np.inf), out=best)
+
+    subset_walk(codes, cmp.size[keep], find_min)
+    thr = best + rtol * np.abs(best)
+    count = np.zeros(n_a, np.int64)
+    link = np.full(n_a, -1, np.int64)
+    rows = np.arange(n_a, dtype=np.uint64)
+    base = _mix64(rows ^ _mix64(np.full(n_a, seed, np.uint64)))
+
+    def collect(s: int, ids: np.ndarray, g: int) -> None:
+        cb = np.bincount(ids[n_a:], minlength=g)
+        c = cb[ids[:n_a]]
+        hit = np.flatnonzero((c > 0) & (score_k[s] <= thr))
+        if hit.size == 0:
+            return
+        c = c[hit]
+        count[hit] += c
+        h = _mix64(base[hit] + np.uint64(s))
+        u = (h >> np.uint64(11)).astype(np.float64) * 2.0**-53
+        take = u * count[hit] < c  # reservoir over groups: keep with prob c / total
+        if not take.any():
+            return
+        hit, c, h = hit[take], c[take], h[take]
+        r = (_mix64(h) % c.astype(np.uint64)).astype(np.int64)
+        gb = ids[n_a:]
+        order = np.argsort(gb, kind="stable")
+        start = np.cumsum(cb) - cb
+        link[hit] = order[start[ids[hit]] + r]
+
+    subset_walk(codes, cmp.size[keep], collect)
+    ts = np.full(n_a, np.inf)
+    ok = truth >= 0
+    if ok.any():
+        ts[ok] = score[_true_patterns(cmp, truth)[ok]]
+    return NearestSets(best, count, ok & (ts <= thr), ts, link)
+
+
+def _true_patterns(cmp: Comparison, truth: np.ndarray) -> np.ndarray:
+    """Agreement pattern of each true pair (0 where there is none)."""
+    t = np.where(truth >= 0, truth, 0)
+    d = np.abs(cmp.a - cmp.b[t])
+    agree = d <= np.where(cmp.tol > 0, cmp.tol, 0.0)
+    return (agree.astype(np.int64) << np.arange(cmp.a.shape[1])).sum(axis=1)
+
+
+def engine_sets(ctx: LinkContext, cmp: Comparison, wa: np.ndarray, wd: np.ndarray
+                ) -> NearestSets:
+    """Candidate sets through the engine's ``mixed`` metric: per-attribute tables with −w_j
+    (−w_agree on the diagonal), i.e. the score of a pair is −w."""
+    tabs = []
+    for j in range(cmp.a.shape[1]):
+        size = int(cmp.size[j])
+        tabs.append(np.where(np.eye(size, dtype=bool), -wa[j], -wd[j]))
+    return ctx.nearest(cmp.a, cmp.b, "mixed", tables=Tables.from_list(tabs)).sets
+
+
+def pair_sets(ctx: LinkContext, cmp: Comparison, score: np.ndarray) -> NearestSets:
+    n_a = cmp.a.shape[0]
+    out_min, out_true = np.empty(n_a), np.empty(n_a)
+    out_count, out_link = np.empty(n_a, np.int64), np.empty(n_a, np.int64)
+    _pair_best_kernel(cmp.a, cmp.b, cmp.tol, score, ctx.truth, ctx.seed, RTOL, out_min,
+                      out_count, out_true, out_link)
+    thr = out_min + RTOL * np.abs(out_min)
+    return NearestSets(out_min, out_count, (ctx.truth >= 0) & (out_true <= thr), out_true,
+                       out_link)
+
+
+def assignment_sets(ctx: LinkContext, cmp: Comparison, score: np.ndarray) -> NearestSets:
+    """One-to-one links: a minimum-cost assignment on the dense matrix of −w."""
+    from scipy.optimize import linear_sum_assignment
+
+    n_a, n_b, m = cmp.a.shape[0], cmp.b.shape[0], cmp.a.shape[1]
+    need = 16 * n_a * n_b
+    if need > ctx.memory_budget:
+        raise LinkriskError(
+            f"one_to_one=True needs a dense {n_a}x{n_b} cost matrix (~{need / 2**30:.1f} GiB), "
+            "more than the memory budget; raise memory_budget or link fewer records")
+    tol = np.where(cmp.tol > 0, cmp.tol, 0.0)
+    cost = np.empty((n_a, n_b))
+    step = max(1, (1 << 22) // max(n_b * m, 1))
+    for r0 in range(0, n_a, step):
+        d = np.abs(cmp.a[r0:r0 + step, None, :] - cmp.b[None, :, :]) <= tol
+        cost[r0:r0 + step] = score[(d.astype(np.int64) << np.arange(m)).sum(-1)]
+    ra, cb = linear_sum_assignment(cost)
+    link = np.full(n_a, -1, np.int64)
+    link[ra] = cb
+    mn = np.full(n_a, np.inf)
+    mn[ra] = cost[ra, cb]
+    ts = np.full(n_a, np.inf)
+    ok = ctx.truth >= 0
+    ts[ok] = cost[np.flatnonzero(ok), ctx.truth[ok]]
+    return NearestSets(mn, (link >= 0).astype(np.int64), ok & (link == ctx.truth) & (link >= 0),
+                       ts, link)
+
+
+# ---------------------------------------------------------------- the attack
+def _path(cmp: Comparison, wa: np.ndarray, wd: np.ndarray, score: np.ndarray) -> str:
+    """How to find the maximal-weight sets: ``groups`` (subset walk), ``engine`` or
+    ``pairs`` (tolerances). Attributes with equal agreement and disagreement weights
+    (m_j = u_j) are left out of the walk."""
+    # the engine needs an L×L table per attribute: many categories go to the pair kernel
+    slow = "engine" if cmp.size.max(initial=0) <= MAX_CATEGORIES else "pairs"
+    if not cmp.coded:
+        return "pairs"
+    window = 4 * RTOL * float(np.abs(score).max())
+    gain = (wa - wd)[wa != wd]
+    if (gain <= window).any():
+        return slow
+    # two subset walks against one pass of the engine's kernel over all pairs
+    return "groups" if 2 * _walk_cost(cmp, int(gain.size)) < _pair_cost(cmp) else slow
+
+
+def _fixed_p(value: Any, known: float) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, str) and value == "known":
+        return known
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        v = -1.0
+    if not 0 < v < 1:
+        raise LinkriskError(f"match_proportion must be None (estimate), 'known' or a number in "
+                            f"(0, 1), got {value!r}")
+    return v
+
+
+def run_prl(ctx: LinkContext, q: int = 10, tol: Any = None, max_fp: float = 0.01,
+            max_fn: float = 0.01, one_to_one: bool = False, max_iter: int = 1000,
+            match_proportion: Any = "known", path: str = "auto") -> Outcome:
+    """The ``prl`` attack; ``path`` (``auto``, ``groups``, ``engine``, ``pairs``) forces how
+    the candidate sets are found (tests)."""
+    m = len(ctx.qi)
+    if m > MAX_ATTRIBUTES:
+        raise LinkriskError(f"prl compares at most {MAX_ATTRIBUTES} attributes (2^m agreement "
+                            f"patterns); got {m}: choose fewer QIs with qi=")
+    if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or max_iter < 1:
+        raise LinkriskError(f"max_iter must be a positive integer, got {max_iter!r}")
+    cmp = compare(ctx, q, tol)
+    counts = pattern_counts(cmp)
+    n_pairs = ctx.n_a * ctx.n_b
+    known = min(ctx.n_a, ctx.n_b) / n_pairs
+    fit = em(counts, m, known, max_iter, fixed_p=_fixed_p(match_proportion, known))
+    wa, wd = agreement_weights(fit.m, fit.u)
+    w = pattern_table(wa, wd)
+    score = pattern_table(-wa, -wd)
+    th = fs_thresholds(w, pattern_probs(fit.m), pattern_probs(fit.u), max_fp, max_fn)
+    if one_to_one:
+        chosen = "assignment"
+        sets = assignment_sets(ctx, cmp, score)
+    else:
+        chosen = _path(cmp, wa, wd, score) if path == "auto" else path
+        if chosen == "groups":
+            sets = group_sets(cmp, score, ctx.truth, ctx.seed, keep=np.flatnonzero(wa != wd))
+        elif chosen == "engine":
+            sets = engine_sets(ctx, cmp, wa, wd)
+        elif chosen == "pairs":
+            sets = pair_sets(ctx, cmp, score)
+        else:
+            raise LinkriskError(f"unknown path {path!r}")
+    def per_col(v: np.ndarray) -> dict[str, float]:
+        return {c: float(x) for c, x in zip(ctx.qi, v, strict=True)}
+
+    extra = {
+        "comparison": dict(zip(ctx.qi, cmp.rule, strict=True)),
+        "m": per_col(fit.m), "u": per_col(fit.u), "match_proportion": fit.p,
+        "em_iterations": fit.iterations, "em_converged": fit.converged,
+        "weight_agree": per_col(wa), "weight_disagree": per_col(wd),
+        "upper_threshold": th.upper, "lower_threshold": th.lower,
+        "fp_probability": th.fp, "fn_probability": th.fn,
+        "linked_pairs": int(counts[th.cls == 2].sum()),
+        "clerical_pairs": int(counts[th.cls == 1].sum()),
+        "nonlinked_pairs": int(counts[th.cls == 0].sum()),
+        "pairs": int(n_pairs), "candidate_search": chosen,
+    }
+    if not fit.converged:
+        warnings.warn(f"prl: EM stopped after {fit.iterations} cycles without converging; "
+                      "raise max_iter", RuntimeWarning, stacklevel=2)
+    return Outcome(sets, extra)
+
+
+@register("prl", "Fellegi-Sunter probabilistic linkage: EM-estimated m/u agreement weights",
+          kinds=("numeric", "ordinal", "nominal"),
+          params=("q", "tol", "max_fp", "max_fn", "one_to_one", "max_iter", "match_proportion"))
+def prl(ctx: LinkContext, q: int = 10, tol: Any = None, max_fp: float = 0.01,
+        max_fn: float = 0.01, one_to_one: bool = False, max_iter: int = 1000,
+        match_proportion: Any = "known") -> Outcome:
+    """Fellegi–Sunter probabilistic record linkage (see :mod:`.probabilistic`): agreement
+    patterns (categories equal; numeric in the same of ``q`` quantile bins of A, or within
+    ``tol``), m/u by EM, weights in bits, LP/CP/NP thresholds from ``max_fp`` (P(link |
+    non-match)) and ``max_fn`` (P(non-link | match)); each a linked to its maximal-weight
+    candidate set, or by a one-to-one assignment (``one_to_one=True``). ``match_proportion``
+    of the n·n' pairs: ``"known"`` (default) fixes it at min(n,n')/(n·n') — each record of
+    the smaller file has its source in the other, as in a release; None estimates it by EM
+    (Jaro); a number fixes it at that value."""
+    return run_prl(ctx, q=q, tol=tol, max_fp=max_fp, max_fn=max_fn, one_to_one=one_to_one,
+                   max_iter=max_iter, match_proportion=match_proportion)

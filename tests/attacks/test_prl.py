@@ -1,0 +1,259 @@
+"""prl (Fellegi–Sunter) against brute force over all pairs."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.optimize import linear_sum_assignment
+
+import linkrisk
+from linkrisk.attacks import make_context
+from linkrisk.attacks import probabilistic as P
+from linkrisk.errors import LinkriskError
+
+RTOL = 1e-9
+
+
+def pram_files(n, cards, keep, seed, n_b=None):
+    """Independent categorical attributes; B = A with each value kept with probability
+    keep_j, else replaced by a uniformly chosen other category (PRAM-like)."""
+    rng = np.random.default_rng(seed)
+    a, b = {}, {}
+    for j, (L, k) in enumerate(zip(cards, keep, strict=True)):
+        x = rng.choice(L, n, p=rng.dirichlet(np.full(L, 2.0)))
+        y = x.copy()
+        ch = rng.random(n) > k
+        y[ch] = (x[ch] + rng.integers(1, L, ch.sum())) % L
+        a[f"x{j}"] = pd.Categorical(x, categories=range(L))
+        b[f"x{j}"] = pd.Categorical(y, categories=range(L))
+    return pd.DataFrame(a), pd.DataFrame(b)
+
+
+def brute_agree(cmp):
+    """(n_a, n_b, m) agreement array of all pairs."""
+    tol = np.where(cmp.tol > 0, cmp.tol, 0.0)
+    return np.abs(cmp.a[:, None, :] - cmp.b[None, :, :]) <= tol
+
+
+def brute_patterns(cmp):
+    g = brute_agree(cmp)
+    return (g.astype(np.int64) << np.arange(cmp.a.shape[1])).sum(-1)
+
+
+def brute_scores(cmp, wa, wd):
+    """−w for every pair, summed in attribute order (the engine's arithmetic)."""
+    g = brute_agree(cmp)
+    acc = np.zeros(g.shape[:2])
+    for j in range(g.shape[2]):
+        acc = acc + np.where(g[:, :, j], -wa[j], -wd[j])
+    return acc
+
+
+def mixed_files(seed, n=90):
+    rng = np.random.default_rng(seed)
+    a = pd.DataFrame({
+        "c": pd.Categorical(rng.choice(list("abcd"), n)),
+        "o": pd.Categorical(rng.choice(["lo", "mid", "hi"], n), categories=["lo", "mid", "hi"],
+                            ordered=True),
+        "x": rng.normal(50, 10, n).round(),
+        "y": rng.exponential(3, n),
+    })
+    b = a.copy()
+    b["x"] = a["x"] + rng.normal(0, 3, n).round()
+    b["y"] = a["y"] * rng.uniform(0.7, 1.3, n)
+    flip = rng.random(n) < 0.2
+    b.loc[flip, "c"] = rng.choice(list("abcd"), flip.sum())
+    return a, b
+
+
+@pytest.mark.parametrize("tol", [None, {"y": 0.5}, 2.0])
+def test_pattern_counts_equal_enumeration(tol):
+    a, b = mixed_files(1)
+    ctx, _ = make_context(a, b)
+    cmp = P.compare(ctx, q=5, tol=tol)
+    got = P.pattern_counts(cmp)
+    want = np.bincount(brute_patterns(cmp).ravel(), minlength=16)
+    np.testing.assert_array_equal(got, want)
+    if tol is None:  # the walk and the pair kernel agree on coded files too
+        np.testing.assert_array_equal(P._pair_counts(cmp), want)
+
+
+def test_pattern_counts_unequal_sizes_and_walk():
+    a, b = pram_files(150, [2, 3, 5, 4, 2, 6], [0.8] * 6, 2)
+    b = b.iloc[:97].copy()
+    b["id"] = np.arange(97)
+    a["id"] = np.arange(150)
+    ctx, _ = make_context(a, b, qi=list(a.columns[:-1]), ids="id")
+    cmp = P.compare(ctx)
+    want = np.bincount(brute_patterns(cmp).ravel(), minlength=64)
+    np.testing.assert_array_equal(P.pattern_counts(cmp), want)
+    assert want.sum() == 150 * 97
+
+
+def test_quantile_bins_from_original_file():
+    a, b = mixed_files(3)
+    ctx, _ = make_context(a, b)
+    cmp = P.compare(ctx, q=4)
+    edges = np.unique(np.quantile(a["x"], [0.25, 0.5, 0.75]))
+    np.testing.assert_array_equal(cmp.a[:, 2], np.searchsorted(edges, a["x"], side="right"))
+    np.testing.assert_array_equal(cmp.b[:, 2], np.searchsorted(edges, b["x"], side="right"))
+    assert cmp.rule[2] == "same of 4 quantile bins"
+
+
+def test_em_recovers_known_m_and_u():
+    cards = [3, 5, 8, 12, 20, 6, 10, 4]
+    keep = [0.9, 0.8, 0.7, 0.95, 0.6, 0.85, 0.75, 0.9]
+    a, b = pram_files(2000, cards, keep, 3)
+    ctx, _ = make_context(a, b)
+    cmp = P.compare(ctx)
+    cnt = P.pattern_counts(cmp)
+    g = P.bits(8, np.arange(256))
+    tc = np.bincount(P._true_patterns(cmp, ctx.truth), minlength=256)
+    true_m = (tc @ g) / 2000                      # agreement rate over the true pairs
+    true_u = ((cnt - tc) @ g) / (cnt.sum() - 2000)  # over all other pairs
+    for fixed in (None, 2000 / cnt.sum()):
+        fit = P.em(cnt, 8, 1 / 2000, fixed_p=fixed)
+        assert fit.converged and (fit.m >= fit.u).all()
+        np.testing.assert_allclose(fit.m, true_m, atol=0.03)
+        np.testing.assert_allclose(fit.u, true_u, atol=1e-3)
+        assert fit.p * cnt.sum() == pytest.approx(2000, rel=0.1)
+    np.testing.assert_allclose(true_m, keep, atol=0.03)
+
+
+def _brute_sets(d, truth):
+    mn = d.min(1)
+    c = d <= (mn + RTOL * np.abs(mn))[:, None]
+    cnt = c.sum(1)
+    tin = np.array([t >= 0 and c[i, t] for i, t in enumerate(truth)])
+    return mn, c, cnt, tin
+
+
+@pytest.mark.parametrize("path", ["groups", "engine", "pairs"])
+@pytest.mark.parametrize("weights", ["tied", "em", "zero"])
+def test_prl_candidate_sets_equal_brute_force(path, weights):
+    a, b = pram_files(300, [3, 4, 6, 8, 4, 5], [0.85, 0.8, 0.9, 0.7, 0.75, 0.8], 4)
+    ctx, _ = make_context(a, b)
+    cmp = P.compare(ctx)
+    if weights == "tied":  # equal weights: many exact and rounding-level ties
+        wa = np.array([1.0, 1.0, 1.0, 0.1, 0.3, 0.2])
+        wd = np.array([-1.0, -1.0, -1.0, -0.2, -0.1, -0.3])
+    elif weights == "zero":  # m_j = u_j: attributes 1 and 4 weigh nothing (left out of walk)
+        wa = np.array([2.0, 0.0, 1.5, 0.7, 0.0, 1.1])
+        wd = np.array([-3.0, 0.0, -0.5, -0.2, 0.0, -1.0])
+    else:
+        out = P.run_prl(ctx)
+        wa = np.array(list(out.extra["weight_agree"].values()))
+        wd = np.array(list(out.extra["weight_disagree"].values()))
+    if path == "groups" and not (wa >= wd).all():
+        pytest.skip("groups needs every agreement to raise the weight")
+    score = P.pattern_table(-wa, -wd)
+    sets = {"groups": lambda: P.group_sets(cmp, score, ctx.truth, 0,
+                                           keep=np.flatnonzero(wa != wd)),
+            "engine": lambda: P.engine_sets(ctx, cmp, wa, wd),
+            "pairs": lambda: P.pair_sets(ctx, cmp, score)}[path]()
+    mn, c, cnt, tin = _brute_sets(brute_scores(cmp, wa, wd), ctx.truth)
+    np.testing.assert_array_equal(sets.count, cnt)
+    np.testing.assert_array_equal(sets.true_in_set, tin)
+    np.testing.assert_allclose(sets.min_score, mn, rtol=1e-12)
+    assert c[np.arange(len(a)), sets.link].all()
+    assert (cnt > 1).any()  # ties exercised
+
+
+def test_groups_link_is_uniform_over_ties():
+    a = pd.DataFrame({"p": pd.Categorical([0]), "q": pd.Categorical([0])})
+    b = pd.DataFrame({"p": pd.Categorical([0, 0, 0, 1, 1, 1]),
+                      "q": pd.Categorical([1, 1, 1, 0, 0, 0])})
+    b["id"], a["id"] = range(6), [0]
+    ctx, _ = make_context(a, b, qi=["p", "q"], ids="id")
+    cmp = P.compare(ctx)
+    score = P.pattern_table(-np.array([1.0, 1.0]), np.zeros(2))
+    seen = [int(P.group_sets(cmp, score, ctx.truth, seed).link[0]) for seed in range(600)]
+    freq = np.bincount(seen, minlength=6)
+    assert freq.min() > 60  # 100 expected for each of the 6 tied records
+
+
+def test_prl_attack_with_numeric_and_tolerance_vs_brute_force():
+    a, b = mixed_files(5, n=120)
+    for kw in ({}, {"tol": {"x": 3.0}, "q": 6}):
+        res = linkrisk.attack(a, b, method="prl", **kw)
+        ctx, _ = make_context(a, b)
+        cmp = P.compare(ctx, q=kw.get("q", 10), tol=kw.get("tol"))
+        wa = np.array(list(res.extra["weight_agree"].values()))
+        wd = np.array(list(res.extra["weight_disagree"].values()))
+        _, _, cnt, tin = _brute_sets(brute_scores(cmp, wa, wd), ctx.truth)
+        np.testing.assert_array_equal(res.per_record["candidates"].to_numpy(), cnt)
+        assert res.correct_links == pytest.approx(np.where(tin, 1 / cnt, 0).sum())
+        assert res.extra["pairs"] == 120 * 120
+        json.dumps(res.to_dict())
+
+
+def test_thresholds_respect_error_bounds_and_class_counts():
+    a, b = pram_files(400, [3, 4, 5, 6, 8], [0.8, 0.7, 0.9, 0.85, 0.6], 6)
+    ctx, _ = make_context(a, b)
+    cmp = P.compare(ctx)
+    pats = brute_patterns(cmp).ravel()
+    for max_fp, max_fn in [(0.01, 0.01), (1e-4, 0.05), (0.0, 0.0), (0.2, 0.3)]:
+        res = linkrisk.attack(a, b, method="prl", max_fp=max_fp, max_fn=max_fn)
+        x = res.extra
+        m = np.array(list(x["m"].values()))
+        u = np.array(list(x["u"].values()))
+        wa, wd = P.agreement_weights(m, u)
+        w = P.pattern_table(wa, wd)
+        pm, pu = P.pattern_probs(m), P.pattern_probs(u)
+        up = np.inf if x["upper_threshold"] is None else x["upper_threshold"]
+        lo = -np.inf if x["lower_threshold"] is None else x["lower_threshold"]
+        lp, nlp = w >= up, w <= lo
+        assert not (lp & nlp).any()
+        assert pu[lp].sum() <= max_fp + 1e-12 and pm[nlp].sum() <= max_fn + 1e-12
+        assert x["fp_probability"] == pytest.approx(pu[lp].sum(), abs=1e-15)
+        assert x["fn_probability"] == pytest.approx(pm[nlp].sum(), abs=1e-15)
+        # maximal: the next weight level below the upper (above the lower) threshold breaks
+        # the bound
+        below = w[w < up]
+        if below.size:
+            nxt = below.max()
+            assert pu[w >= nxt - 1e-9 * max(1, abs(nxt))].sum() > max_fp
+        above = w[(w > lo) & ~lp]
+        if above.size:
+            nxt = above.min()
+            assert pm[w <= nxt + 1e-9 * max(1, abs(nxt))].sum() > max_fn
+        # pair counts per class from the patterns of all pairs
+        assert x["linked_pairs"] == int(lp[pats].sum())
+        assert x["nonlinked_pairs"] == int(nlp[pats].sum())
+        assert x["linked_pairs"] + x["clerical_pairs"] + x["nonlinked_pairs"] == pats.size
+
+
+def test_one_to_one_is_an_optimal_assignment():
+    a, b = pram_files(120, [2, 3, 4, 5], [0.8, 0.8, 0.9, 0.7], 7)
+    res = linkrisk.attack(a, b, method="prl", one_to_one=True)
+    ctx, _ = make_context(a, b)
+    cmp = P.compare(ctx)
+    wa = np.array(list(res.extra["weight_agree"].values()))
+    wd = np.array(list(res.extra["weight_disagree"].values()))
+    d = brute_scores(cmp, wa, wd)
+    link = res.per_record["link"].to_numpy()
+    assert sorted(link) == list(range(120))
+    r, c = linear_sum_assignment(d)
+    assert d[np.arange(120), link].sum() == pytest.approx(d[r, c].sum())
+    assert res.correct_links == (link == np.arange(120)).sum()
+    assert res.extra["candidate_search"] == "assignment"
+
+
+def test_identity_and_real_data(data_dir):
+    h = linkrisk.datasets.load("household", data_dir=data_dir)
+    res = linkrisk.attack(h, h, method="prl")
+    assert res.correct_links == pytest.approx(493)  # duplicates tie, as in dbrl
+    assert res.extra["candidate_search"] in ("groups", "engine")
+
+
+@pytest.mark.parametrize("kw,match", [
+    ({"q": 1}, "q"), ({"tol": {"c": 1.0}}, "numeric attributes"), ({"tol": -1.0}, "tol"),
+    ({"max_fp": 1.5}, "max_fp"), ({"match_proportion": 2}, "match_proportion"),
+    ({"max_iter": 0}, "max_iter"), ({"one_to_one": True, "memory_budget": 2**20},
+                                    "memory budget"),
+])
+def test_errors(kw, match):
+    a, b = mixed_files(8, n=300)
+    with pytest.raises(LinkriskError, match=match):
+        linkrisk.attack(a, b, method="prl", **kw)
