@@ -2,8 +2,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from linkrisk.data import (attribute_kinds, numeric_matrix, parse_kinds, read_table, select_qi,
-                           truth_from_ids, write_table)
+from linkrisk.data import (
+    attribute_kinds,
+    numeric_matrix,
+    parse_kinds,
+    read_table,
+    select_qi,
+    truth_from_ids,
+    write_table,
+)
 from linkrisk.errors import LinkriskError
 
 
