@@ -13,7 +13,7 @@ from ..data import attribute_kinds, parse_columns, select_qi, truth_from_ids
 from ..engine import DEFAULT_MEMORY_BUDGET
 from ..engine.nearest import Progress
 from ..errors import LinkriskError
-from . import categorical, distance, globalmatch, probabilistic, rank  # noqa: F401  (registers the attacks)
+from . import categorical, distance, globalmatch, probabilistic, rank, rankswap  # noqa: F401  (registers the attacks)
 from .base import ATTACKS, AttackResult, LinkContext, Outcome
 
 DIRECTIONS = {
@@ -71,7 +71,7 @@ def make_context(
     if memory_budget < 2**20:
         raise LinkriskError("memory budget must be at least 1 MiB")
     ctx = LinkContext(a_df[cols].reset_index(drop=True), b_df[cols].reset_index(drop=True),
-                      cols, k, truth, int(memory_budget), int(seed), progress)
+                      cols, k, truth, int(memory_budget), int(seed), progress, direction)
     return ctx, direction
 
 

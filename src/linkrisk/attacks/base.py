@@ -19,7 +19,7 @@ from ..errors import LinkriskError
 class LinkContext:
     """What an attack sees: the attacker's file A and the released file B restricted to the
     QI columns, attribute kinds, and truth (``truth[i]`` = row of B that is A's row i, −1
-    when absent). ``a_labels``/``b_labels`` are the original row labels for reporting."""
+    when absent). ``direction`` says which file is the original (``original->masked``: A)."""
 
     a_df: pd.DataFrame
     b_df: pd.DataFrame
@@ -29,6 +29,7 @@ class LinkContext:
     memory_budget: int = DEFAULT_MEMORY_BUDGET
     seed: int = 0
     progress: Progress | None = None
+    direction: str = "original->masked"
     _num: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False)
 
     @property
