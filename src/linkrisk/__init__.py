@@ -24,5 +24,12 @@ def mask(df, method, columns=None, seed=None, **params):  # noqa: ANN001, ANN201
     return _mask(df, method, columns=columns, seed=seed, **params)
 
 
-__all__ = ["ATTACKS", "AttackResult", "LinkriskError", "attack", "datasets", "mask",
+def assess(original, masked, qi=None, attacks="all", **kw):  # noqa: ANN001, ANN201
+    """Every applicable attack and the risk/utility measures (see :func:`linkrisk.assess.assess`)."""
+    from .assessment import assess as _assess
+
+    return _assess(original, masked, qi, attacks, **kw)
+
+
+__all__ = ["ATTACKS", "AttackResult", "LinkriskError", "assess", "attack", "datasets", "mask",
            "__version__"]

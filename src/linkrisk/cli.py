@@ -145,6 +145,57 @@ def attack(
                                       f"{direction}"))
 
 
+@app.command("assess")
+def assess_cmd(
+    original: Annotated[Path, typer.Argument(help="original file (CSV or Parquet)")],
+    masked: Annotated[Path, typer.Argument(help="released (masked) file")],
+    qi: Annotated[str | None, typer.Option(help="QI columns a,b,c (default: all common)")] = None,
+    attacks: Annotated[str, typer.Option(help="attacks a,b,c or 'all' (every applicable)")] = "all",
+    ids: Annotated[str | None, typer.Option(help="id column(s) defining the truth")] = None,
+    kinds: Annotated[str | None, typer.Option(help="kind overrides: col=ordinal,...")] = None,
+    rank_swap_p: Annotated[float | None, typer.Option(
+        help="the release was rank swapped with this p (or at most): adds rsrl, rsrl_union")] = None,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="write the HTML report here")] = None,
+    json_out: Annotated[Path | None, typer.Option("--json", help="write the results as JSON here")] = None,
+    memory: Annotated[str, typer.Option(help="engine working-memory budget")] = "512MiB",
+    seed: Annotated[int, typer.Option(help="seed for tie breaking of reported links")] = 0,
+    force: Annotated[bool, typer.Option(help="overwrite the report / JSON files")] = False,
+) -> None:
+    """Run every applicable attack and the risk/utility measures; print a verdict and write
+    an HTML report (-o) and JSON (--json)."""
+    from .assessment import assess, records_at_risk
+
+    for path in (output, json_out):
+        if path is not None and path.exists() and not force:
+            raise LinkriskError(f"{path} exists; pass --force to overwrite it")
+    a, b = read_table(original), read_table(masked)
+    with progress_bar(sys.stderr.isatty()) as bar:
+        res = assess(a, b, qi, attacks, ids=parse_columns(ids), kinds=parse_kinds(kinds),
+                     rank_swap_p=rank_swap_p, memory_budget=parse_size(memory), seed=seed,
+                     progress=bar)
+    if output is not None:
+        atomic_write_text(output, res.to_html(f"{masked.name}: disclosure-risk report"),
+                          force=force)
+        err.print(f"wrote {output}")
+    if json_out is not None:
+        atomic_write_text(json_out, json.dumps(res.to_dict(), indent=2), force=force)
+        err.print(f"wrote {json_out}")
+    out.print(rate_table([r.to_dict() for r in sorted(res.results.values(), key=lambda r: -r.rate)],
+                         f"{original.name} → {masked.name}: {len(res.settings['qi'])} QIs"))
+    for name, why in res.skipped.items():
+        out.print(f"[yellow]not run[/] {name}: {why}", highlight=False)
+    m = res.measures
+    shown = [f"{k} {m[k]:.2f}" for k in ("IL", "PIL", "ID", "DR", "Score") if k in m]
+    if shown:
+        out.print("measures: " + ", ".join(shown))
+    w = res.worst
+    top = records_at_risk(res.records, 1)
+    out.print(f"Worst case: [bold]{w.method}[/] re-identifies {100 * w.rate:.2f} % of the "
+              f"records ({w.correct_links:,.1f} of {w.n:,}); "
+              f"{int((res.records['max_risk'] >= 1).sum()):,} records are linked with certainty"
+              + (f"; most exposed: record {top.index[0]}." if len(top) else "."))
+
+
 @app.command("mask")
 def mask_cmd(
     input: Annotated[Path, typer.Argument(help="file to mask (CSV or Parquet)")],

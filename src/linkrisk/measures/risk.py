@@ -69,9 +69,11 @@ def worst_case(results: Sequence[AttackResult] | Mapping[str, AttackResult]) -> 
 def per_record_risk(results: Sequence[AttackResult] | Mapping[str, AttackResult]
                     ) -> pd.DataFrame:
     """One row per attacker record: ``max_risk`` (best attack's probability χ/|C| of
-    re-identifying it), ``best_attack``, ``share`` (fraction of attacks whose link is the
+    re-identifying it), ``best_attack`` (on ties the attack with the higher overall rate),
+    ``share`` (fraction of attacks whose link is the
     true record with probability > 0.5) and ``mean_risk`` (mean probability over attacks)."""
-    res = _results(results)
+    # ties between attacks go to the attack with the higher overall rate
+    res = sorted(_results(results), key=lambda r: -r.rate)
     n = {r.n for r in res}
     if len(n) != 1:
         raise LinkriskError("per-record risk needs attacks on the same attacker file")
