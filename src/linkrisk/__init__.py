@@ -31,5 +31,13 @@ def assess(original, masked, qi=None, attacks="all", **kw):  # noqa: ANN001, ANN
     return _assess(original, masked, qi, attacks, **kw)
 
 
+def study(config, **kw):  # noqa: ANN001, ANN201
+    """Run a replicated study (see :func:`linkrisk.experiments.study`)."""
+    from .experiments import study as _study
+
+    return _study(config, **kw)
+
+
 __all__ = ["ATTACKS", "AttackResult", "LinkriskError", "assess", "attack", "datasets", "mask",
+           "study",
            "__version__"]

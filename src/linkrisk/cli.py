@@ -196,6 +196,44 @@ def assess_cmd(
               + (f"; most exposed: record {top.index[0]}." if len(top) else "."))
 
 
+@app.command("study")
+def study_cmd(
+    config: Annotated[str, typer.Argument(help="study file (TOML/YAML) or built-in name "
+                                               "(rank-vs-distance, rank-swap, synthetic, "
+                                               "global, categorical)")],
+    data_dir: Annotated[Path | None, typer.Option(help="reference data folder "
+                                                       "(default: $LINKRISK_DATA)")] = None,
+    output: Annotated[Path | None, typer.Option("--output", "-o",
+                                                help="results folder (default: study-NAME)")] = None,
+    replications: Annotated[int | None, typer.Option(help="replications of random masking "
+                                                          "(default: the config's)")] = None,
+    processes: Annotated[int | None, typer.Option(help="worker processes (default 2)")] = None,
+    quick: Annotated[bool, typer.Option(help="the config's reduced [quick] grid")] = False,
+    force: Annotated[bool, typer.Option(help="use an output folder holding another study")] = False,
+) -> None:
+    """Run a replicated study (grid of datasets × masking × parameters × attacks); resumes
+    from the cache in its output folder."""
+    from .experiments import study
+
+    with progress_bar(sys.stderr.isatty()) as bar:
+        res = study(config, data_dir=data_dir, out_dir=output, replications=replications,
+                    processes=processes, quick=quick, force=force,
+                    progress=bar(f"study {config}"))
+    err.print(f"{res.tasks:,} replications ({res.cached:,} from the cache); wrote "
+              + ", ".join(str(f) for f in res.files))
+    att = res.summary[res.summary["kind"] == "attack"]
+    best = att.sort_values("mean", ascending=False).head(10)
+    t = Table(title=f"study {res.study.name}: strongest attacks (mean % re-identified)",
+              title_justify="left")
+    for c in ("dataset", "masking", "value", "QIs", "attack", "mean %", "95 % interval", "R"):
+        t.add_column(c, justify="right" if c in ("mean %", "95 % interval", "R") else "left")
+    for _, r in best.iterrows():
+        t.add_row(str(r["dataset"]), str(r["masking"]), f"{r['param']}={r['value']}",
+                  str(r["qi"]), str(r["name"]), f"{r['mean']:.2f}",
+                  f"{r['ci_low']:.2f} – {r['ci_high']:.2f}", str(r["n"]))
+    out.print(t)
+
+
 @app.command("mask")
 def mask_cmd(
     input: Annotated[Path, typer.Argument(help="file to mask (CSV or Parquet)")],

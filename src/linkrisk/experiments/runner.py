@@ -1,0 +1,243 @@
+"""Running a study: expand the grid into replication tasks, run them in worker processes
+with an on-disk cache (so an interrupted study resumes where it stopped), and collect one
+tidy row per (cell, replication, attack or measure).
+
+Seeds (SPEC §4): replication r of a cell gets the r-th child of
+``SeedSequence([study seed, crc32(cell key)])``, so seeds are independent across cells and
+replications, reproducible from (config, seed), and do not depend on which cells run or in
+what order. Deterministic masking methods run once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import multiprocessing
+import os
+import re
+import time
+import zlib
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import asdict, dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..data import atomic_write_text, read_table
+from ..errors import LinkriskError
+from .config import AttackSpec, DatasetSpec, Study
+
+#: placeholder in attack parameters for the swept masking value (e.g. rsrl's p); also
+#: "$<number>/value" (e.g. "$200/value": the rank window of p-bucket swapping, in %)
+VALUE = "$value"
+_RATIO = re.compile(r"\$([0-9.]+)/value")
+
+
+def resolve_param(v: Any, value: Any) -> Any:
+    """An attack parameter with the cell's swept value substituted."""
+    if v == VALUE:
+        return value
+    if isinstance(v, str):
+        m = _RATIO.fullmatch(v)
+        if m:
+            return float(m.group(1)) / float(value)
+    return v
+
+
+@dataclass
+class Task:
+    """One replication of one grid cell (everything a worker needs, picklable)."""
+
+    key: str                  # content hash: the cache file name
+    dataset: DatasetSpec
+    data_dir: str | None
+    method: str
+    masking: str              # masking label
+    param: str | None
+    value: Any
+    params: dict[str, Any]
+    replication: int
+    seed: int
+    attacks: list[AttackSpec]
+    qi_sets: list[tuple[str, list[str] | None]]  # (label, QIs) the attacker may know
+    measures: list[str]
+
+
+def _key(obj: Any) -> str:
+    return hashlib.sha1(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:20]
+
+
+def replication_seeds(study_seed: int, cell: str, r: int) -> list[int]:
+    """Seeds of the ``r`` replications of ``cell`` (independent SeedSequence children)."""
+    ss = np.random.SeedSequence([int(study_seed) & 0xFFFFFFFF, zlib.crc32(cell.encode())])
+    return [int(c.generate_state(1, np.uint32)[0]) for c in ss.spawn(r)]
+
+
+@lru_cache(maxsize=8)
+def _load(name: str, data_dir: str | None, ordered: bool, sample: int | None) -> pd.DataFrame:
+    from .. import datasets
+
+    df = (datasets.load(name, data_dir) if name in datasets.REFERENCE
+          else read_table(Path(name)))
+    if sample:
+        df = df.iloc[: int(sample)].reset_index(drop=True)
+    if ordered:
+        df = df.apply(lambda s: s.cat.as_ordered() if isinstance(s.dtype, pd.CategoricalDtype)
+                      else s)
+    return df
+
+
+def expand(study: Study, data_dir: str | None, replications: int | None = None) -> list[Task]:
+    """All replication tasks of the study, in a stable order."""
+    from ..masking import METHODS
+
+    reps = int(replications or study.replications)
+    tasks = []
+    for ds in study.datasets:
+        for mk in study.masking:
+            if mk.datasets is not None and ds.label not in mk.datasets:
+                continue
+            attacks = mk.attacks if mk.attacks is not None else study.attacks
+            for value in mk.values_for(ds.label):
+                params = {**ds.params, **mk.fixed}
+                if mk.param:
+                    params[mk.param] = value
+                qi_sets = _qi_sets(study, ds)
+                cell = {"dataset": asdict(ds), "method": mk.method, "params": params,
+                        "attacks": [asdict(a) for a in attacks], "qi": qi_sets,
+                        "measures": study.measures}
+                ckey = _key(cell)
+                n = 1 if METHODS[mk.method].deterministic else reps
+                for r, seed in enumerate(replication_seeds(study.seed, ckey, n)):
+                    tasks.append(Task(_key([ckey, seed]), ds, data_dir, mk.method, mk.label,
+                                      mk.param, value, params, r, seed, attacks, qi_sets,
+                                      study.measures))
+    return tasks
+
+
+def _qi_sets(study: Study, ds: DatasetSpec) -> list[tuple[str, list[str] | None]]:
+    if not study.known_attributes:
+        return [("all", ds.qi)]
+    if not ds.qi:
+        raise LinkriskError(f"known_attributes needs the QIs of dataset {ds.label!r} "
+                            "listed (qi = [...]) so that 'the first k' is defined")
+    return [(f"{k} of {len(ds.qi)}", ds.qi[:k]) for k in study.known_attributes
+            if k <= len(ds.qi)]
+
+
+def run_task(task: Task) -> list[dict[str, Any]]:
+    """Mask, attack with every QI set, add the measures; one row per result."""
+    from ..attacks import make_context, run_attack
+    from ..masking import mask
+
+    orig = _load(task.dataset.name, task.data_dir, task.dataset.ordered, task.dataset.sample)
+    t0 = time.perf_counter()
+    rel = mask(orig, task.method, columns=task.dataset.columns, seed=task.seed, **task.params)
+    base = {"dataset": task.dataset.label, "masking": task.masking, "param": task.param or "",
+            "value": task.value, "replication": task.replication, "seed": task.seed}
+    rows = []
+    rates: dict[str, float] = {}
+    for qlabel, qi in task.qi_sets:
+        ctx, direction = make_context(orig, rel, qi, seed=task.seed)
+        for att in task.attacks:
+            params = {k: resolve_param(v, task.value) for k, v in att.params.items()}
+            t1 = time.perf_counter()
+            try:
+                res = run_attack(ctx, att.method, direction, **params)
+                val, err = 100.0 * res.rate, ""
+            except LinkriskError as exc:
+                val, err = float("nan"), str(exc)
+            rows.append({**base, "qi": qlabel, "kind": "attack", "name": att.label,
+                         "result": val, "seconds": time.perf_counter() - t1, "error": err})
+            if qlabel == task.qi_sets[-1][0]:
+                rates[att.method] = val
+    if task.measures:
+        rows += _measure_rows(orig, rel, task, rates, base)
+    for r in rows:
+        r["task_seconds"] = time.perf_counter() - t0
+    return rows
+
+
+def _measure_rows(orig: pd.DataFrame, rel: pd.DataFrame, task: Task, rates: dict[str, float],
+                  base: dict[str, Any]) -> list[dict[str, Any]]:
+    from ..measures import disclosure_risk, information_loss, interval_disclosure, pil, score
+
+    cols = [c for c in orig.columns if pd.api.types.is_numeric_dtype(orig[c])]
+    out: dict[str, float] = {}
+    want = set(task.measures)
+    if want & {"IL", "Score"}:
+        out["IL"] = information_loss(orig, rel, cols).il
+    if "PIL" in want:
+        out["PIL"] = pil(orig, rel, cols)["PIL"]
+    if want & {"ID", "DR", "Score"}:
+        out["ID"] = interval_disclosure(orig, rel, cols)
+    if want & {"DR", "Score"}:
+        if "dbrl" not in rates or "prl" not in rates:
+            raise LinkriskError("DR and Score need the dbrl and prl attacks in the study")
+        out["DR"] = disclosure_risk(rates["dbrl"], rates["prl"], out["ID"], rates.get("rsrl"))
+        if "Score" in want:
+            out["Score"] = score(out["IL"], out["DR"])
+    return [{**base, "qi": task.qi_sets[-1][0], "kind": "measure", "name": k, "result": v, "seconds": 0.0,
+             "error": ""} for k, v in out.items() if k in want]
+
+
+def _init_worker() -> None:
+    # each worker process is one of P parallel jobs: keep numba to one thread each
+    try:
+        import numba
+
+        numba.set_num_threads(1)
+    except Exception:  # noqa: BLE001  (numba missing or threads already fixed)
+        pass
+
+
+def run_tasks(tasks: list[Task], cache_dir: Path, processes: int = 2,
+              progress: Callable[[int, int], None] | None = None) -> tuple[pd.DataFrame, int]:
+    """Run the tasks not yet in ``cache_dir``; return all rows and how many were cached."""
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    todo = [t for t in tasks if not (cache_dir / f"{t.key}.json").exists()]
+    cached = len(tasks) - len(todo)
+    done = cached
+    if progress is not None:
+        progress(done, len(tasks))
+
+    def store(t: Task, rows: list[dict[str, Any]]) -> None:
+        atomic_write_text(cache_dir / f"{t.key}.json", json.dumps(rows, default=_plain),
+                          force=True)
+
+    if processes <= 1 or len(todo) <= 1:
+        for t in todo:
+            store(t, run_task(t))
+            done += 1
+            if progress is not None:
+                progress(done, len(tasks))
+    else:
+        # spawn, not fork: forking a process whose numba kernels already started OpenMP
+        # threads is unsafe (GNU OpenMP aborts the child)
+        ctx = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=processes, initializer=_init_worker,
+                                 mp_context=ctx) as pool:
+            futs = {pool.submit(run_task, t): t for t in todo}
+            for f in as_completed(futs):
+                store(futs[f], f.result())
+                done += 1
+                if progress is not None:
+                    progress(done, len(tasks))
+    rows = []
+    for t in tasks:
+        rows += json.loads((cache_dir / f"{t.key}.json").read_text())
+    return pd.DataFrame(rows), cached
+
+
+def _plain(v: Any) -> Any:
+    if isinstance(v, np.generic):
+        return v.item()
+    raise TypeError(f"cannot store {type(v).__name__}")
+
+
+def default_processes() -> int:
+    return max(1, min(2, os.cpu_count() or 1))
