@@ -1,0 +1,49 @@
+"""The faiss float32 screen gives exactly the exact kernel's candidate sets and links."""
+
+import numpy as np
+import pytest
+
+from linkrisk.engine import nearest_sets
+from linkrisk.engine import screen as scr
+
+pytest.importorskip("faiss")
+
+
+def _check(a, b, truth, seed=3):
+    exact = nearest_sets(a, b, truth=truth, screen="none", seed=seed)
+    fast = nearest_sets(a, b, truth=truth, screen="faiss", seed=seed)
+    for f in ("count", "true_in_set", "link"):
+        np.testing.assert_array_equal(getattr(fast, f), getattr(exact, f), err_msg=f)
+    np.testing.assert_array_equal(fast.min_score, exact.min_score)
+    return fast
+
+
+@pytest.mark.parametrize("part", [7, 64, 8192])
+def test_identical_to_exact_with_ties_and_near_ties(monkeypatch, part):
+    monkeypatch.setattr(scr, "PART", part)
+    rng = np.random.default_rng(part)
+    b = np.round(rng.normal(size=(900, 4)), 1)           # rounded: many exact ties
+    b[100:130] = b[0]                                      # 31 identical records (> K)
+    b[200] = b[201] * (1 + 1e-12)                          # a near tie below float32 precision
+    a = b[rng.permutation(900)[:700]] + rng.choice([0.0, 0.05], size=(700, 4))
+    a[:5] = b[0]                                           # rows tied with 31 records
+    truth = rng.integers(-1, 900, size=700)
+    res = _check(a, b, truth)
+    assert res.uncertified > 0 and (res.count > 1).any()
+
+
+def test_continuous_data_all_certified(monkeypatch):
+    monkeypatch.setattr(scr, "PART", 256)
+    rng = np.random.default_rng(0)
+    b = rng.normal(size=(3000, 6))
+    a = b + 0.1 * rng.normal(size=b.shape)
+    res = _check(a, b, np.arange(3000))
+    assert res.uncertified == 0
+
+
+def test_unequal_sizes_and_single_row_parts(monkeypatch):
+    monkeypatch.setattr(scr, "PART", 10)
+    rng = np.random.default_rng(1)
+    b = rng.normal(size=(101, 3))                          # last part has one row
+    a = rng.normal(size=(57, 3))
+    _check(a, b, rng.integers(-1, 101, size=57))
