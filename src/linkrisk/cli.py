@@ -113,6 +113,10 @@ def attack(
     as_json: Annotated[bool, typer.Option("--json", help="print a JSON list instead of a table")] = False,
     per_record: Annotated[Path | None, typer.Option(help="write per-record outcomes (CSV) here")] = None,
     force: Annotated[bool, typer.Option(help="overwrite --per-record output")] = False,
+    backend: Annotated[str, typer.Option(help="local, or dask: nearest-set attacks run "
+                                              "block-wise on a Dask cluster")] = "local",
+    scheduler: Annotated[str | None, typer.Option(help="Dask scheduler address "
+                                                       "(default: a local cluster)")] = None,
 ) -> None:
     """Link MASKED back to ORIGINAL and count correct links for each attack."""
     methods = resolve_methods(method)
@@ -129,7 +133,11 @@ def attack(
     with progress_bar(sys.stderr.isatty() and not as_json) as bar:
         ctx, direction = make_context(a, b, qi, ids=ids, kinds=parse_kinds(kinds),
                                       direction=direction, memory_budget=parse_size(memory),
-                                      seed=seed)
+                                      seed=seed, backend=backend, scheduler=scheduler)
+        if backend == "dask" and scheduler is None:  # one local cluster for all attacks
+            from .engine.distributed import client_for
+
+            ctx.scheduler, _ = client_for(None)
         for mth in methods:
             ctx.progress = bar(mth)
             mine = {k: v for k, v in params.items() if k in accepted[mth]}

@@ -53,6 +53,8 @@ def make_context(
     memory_budget: int = DEFAULT_MEMORY_BUDGET,
     seed: int = 0,
     progress: Progress | None = None,
+    backend: str = "local",
+    scheduler: Any = None,
 ) -> tuple[LinkContext, str]:
     """Validate the inputs once and build the :class:`LinkContext` shared by attacks."""
     for name, df in (("original", original), ("masked", masked)):
@@ -68,10 +70,13 @@ def make_context(
     k = attribute_kinds(original, cols, kinds)
     a_df, b_df = (original, masked) if direction == "original->masked" else (masked, original)
     truth = truth_from_ids(a_df, b_df, ids)
+    if backend not in ("local", "dask"):
+        raise LinkriskError(f"unknown backend {backend!r}; use 'local' or 'dask'")
     if memory_budget < 2**20:
         raise LinkriskError("memory budget must be at least 1 MiB")
     ctx = LinkContext(a_df[cols].reset_index(drop=True), b_df[cols].reset_index(drop=True),
-                      cols, k, truth, int(memory_budget), int(seed), progress, direction)
+                      cols, k, truth, int(memory_budget), int(seed), progress, direction,
+                      backend, scheduler)
     return ctx, direction
 
 
@@ -112,6 +117,8 @@ def attack(
     memory_budget: int = DEFAULT_MEMORY_BUDGET,
     seed: int = 0,
     progress: Progress | None = None,
+    backend: str = "local",
+    scheduler: Any = None,
     **params: Any,
 ) -> AttackResult:
     """Link ``masked`` back to ``original`` with attack ``method`` and count correct links.
@@ -121,7 +128,9 @@ def attack(
     ``kinds``: attribute-kind overrides; ``direction``: ``original->masked`` (the attacker
     holds original records and searches the release, default) or ``masked->original``;
     ``memory_budget``: bytes of working memory for the blocked engine; ``seed``: tie
-    breaking of the reported link. Extra keyword arguments are the method's parameters.
+    breaking of the reported link; ``backend``: ``local`` or ``dask`` (nearest-set attacks
+    run block-wise on a Dask cluster, ``scheduler`` = a ``distributed.Client`` or an
+    address; same results). Extra keyword arguments are the method's parameters.
 
     Returns an :class:`AttackResult` with ``correct_links`` = Σ_a χ(true(a)∈C(a))/|C(a)|,
     ``rate`` = correct_links / n and a ``per_record`` table.
@@ -129,7 +138,7 @@ def attack(
     resolve_methods(method)
     ctx, direction = make_context(original, masked, qi, ids=ids, kinds=kinds,
                                   direction=direction, memory_budget=memory_budget, seed=seed,
-                                  progress=progress)
+                                  progress=progress, backend=backend, scheduler=scheduler)
     return run_attack(ctx, method, direction, **params)
 
 

@@ -30,6 +30,8 @@ class LinkContext:
     seed: int = 0
     progress: Progress | None = None
     direction: str = "original->masked"
+    backend: str = "local"
+    scheduler: Any = None
     _num: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False)
 
     @property
@@ -56,7 +58,15 @@ class LinkContext:
 
     def nearest(self, a: np.ndarray, b: np.ndarray, metric: str, **kw: Any) -> Outcome:
         """Candidate sets of the rows of ``a`` among the rows of ``b`` under ``metric``,
-        with this context's truth, memory budget, seed and progress callback."""
+        with this context's truth, memory budget, seed and progress callback; on a Dask
+        cluster when ``backend == "dask"`` (same result)."""
+        if self.backend == "dask":
+            from ..engine.distributed import dask_nearest_sets
+
+            return Outcome(dask_nearest_sets(a, b, metric=metric, truth=self.truth,
+                                             scheduler=self.scheduler,
+                                             memory_budget=self.memory_budget,
+                                             seed=self.seed, progress=self.progress, **kw))
         return Outcome(nearest_sets(a, b, metric=metric, truth=self.truth,
                                     memory_budget=self.memory_budget, seed=self.seed,
                                     progress=self.progress, **kw))
