@@ -66,14 +66,17 @@ def test_equals_enumeration_on_tiny_inputs(seed):
         assert list(r.cand_indices[r.cand_indptr[i]:r.cand_indptr[i + 1]]) == want
 
 
+@pytest.mark.parametrize("screen", [False, True])
 @pytest.mark.parametrize("n,n2,m,seed", [(400, 400, 2, 0), (1500, 1500, 3, 1), (2500, 2500, 2, 2),
                                          (700, 650, 3, 3), (600, 690, 2, 4)])
-def test_sparse_certified_equals_dense_with_ties(n, n2, m, seed):
+def test_sparse_certified_equals_dense_with_ties(n, n2, m, seed, screen):
     a, b = _int_pair(n, m=m, n2=n2, seed=seed, spread=6)
     c = cdist(a, b)
     best = _dense_opt(c)
     dense = min_cost_matching(a, b, root=True, solver="dense")
-    sparse = min_cost_matching(a, b, root=True, solver="sparse", k=3, k_list=8, seed=seed)
+    sparse = min_cost_matching(a, b, root=True, solver="sparse", k=3, k_list=8, seed=seed,
+                               screen=screen)
+    assert sparse.info["screened"] is screen
     for r in (dense, sparse):
         assert r.certified
         assert r.total_cost == pytest.approx(best, rel=1e-9)
@@ -83,14 +86,15 @@ def test_sparse_certified_equals_dense_with_ties(n, n2, m, seed):
     assert sparse.gap_bound <= 1e-6 * best  # n·tol, tol = 1e-9·max edge cost
 
 
+@pytest.mark.parametrize("screen", [False, True])
 @pytest.mark.parametrize("n", [800, 1500])  # 1500: auction start + flattened duals
-def test_certificate_repairs_a_too_thin_graph(n):
+def test_certificate_repairs_a_too_thin_graph(n, screen):
     # 1-NN lists: the graph optimum is not the global one, the certificate must say so and
     # the repair loop must reach the dense optimum
     rng = np.random.default_rng(5)
     a = rng.standard_normal((n, 2))
     b = a + 0.8 * rng.standard_normal(a.shape)
-    r = min_cost_matching(a, b, root=True, solver="sparse", k=1, k_list=1)
+    r = min_cost_matching(a, b, root=True, solver="sparse", k=1, k_list=1, screen=screen)
     assert r.certified and r.info["rounds"] > 1 and r.info["repaired_edges"] > 0
     assert r.total_cost == pytest.approx(_dense_opt(cdist(a, b)), rel=1e-9)
 

@@ -266,12 +266,17 @@ class KNN:
 
     ``fwd_idx[i]`` are the k rows of y nearest to x_i, ``fwd_score`` their scores (engine
     units); ``bwd_idx[j]`` the kb rows of x nearest to y_j. Missing entries (fewer than k
-    finite scores) have index −1 and score +inf."""
+    finite scores) have index −1 and score +inf. :func:`~.screen32.knn_screened` fills
+    ``fwd_bound``/``bwd_bound``."""
 
     fwd_idx: np.ndarray
     fwd_score: np.ndarray
     bwd_idx: np.ndarray
     bwd_score: np.ndarray
+    # lower bounds of the score of any pair outside a list (screened lists only; exact
+    # lists are bounded by their last score)
+    fwd_bound: np.ndarray | None = None
+    bwd_bound: np.ndarray | None = None
 
 
 def knn(pw: Pairwise, k: int, kb: int | None = None, *, progress: Progress | None = None,

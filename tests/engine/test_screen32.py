@@ -1,0 +1,94 @@
+"""The float32-screened k-NN lists and reduced-cost scans of the global attack against
+brute force: bounds are valid lower bounds, and the screened scan reports exactly what
+the exact float64 scan reports below the threshold."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.spatial.distance import cdist
+
+from linkrisk.engine import screen32
+from linkrisk.engine.knn import Pairwise, knn, scan_reduced
+from linkrisk.engine.screen32 import knn_screened, scan_screened
+
+
+def _pair(n, n2, m, seed, ties=False):
+    rng = np.random.default_rng(seed)
+    if ties:
+        x = rng.integers(-3, 4, (n, m)).astype(float)
+        y = rng.integers(-3, 4, (n2, m)).astype(float)
+    else:
+        x = rng.standard_normal((n, m)) * rng.uniform(0.1, 30, m) + rng.uniform(-50, 50, m)
+        y = x[rng.integers(0, n, n2)] + 0.2 * rng.standard_normal((n2, m)) * x.std(0)
+    return x, y
+
+
+@pytest.mark.parametrize("n,n2,m,k,ties", [(700, 700, 5, 6, False), (500, 640, 13, 9, False),
+                                           (900, 300, 3, 4, True), (40, 30, 2, 50, False)])
+def test_screened_lists_are_exact_costs_with_valid_bounds(n, n2, m, k, ties):
+    x, y = _pair(n, n2, m, n + k, ties)
+    pw = Pairwise.build(x, y, "sqeuclidean", root=True)
+    s = cdist(x, y, "sqeuclidean")
+    nn = knn_screened(pw, k)
+    kf = min(k, n2)
+    for idx, sc, bound, mat, kk in ((nn.fwd_idx, nn.fwd_score, nn.fwd_bound, s, kf),
+                                    (nn.bwd_idx, nn.bwd_score, nn.bwd_bound, s.T, min(kf, n))):
+        assert idx.shape[1] == kk  # backward lists default to the forward length
+        full = idx[:, -1] >= 0
+        # entries: distinct, exact scores (the engine's float64 bits ≈ cdist), sorted
+        for r in range(mat.shape[0]):
+            row = idx[r][idx[r] >= 0]
+            assert np.unique(row).size == row.size
+            np.testing.assert_allclose(sc[r, :row.size], mat[r, row], rtol=1e-12, atol=1e-9)
+            assert np.all(np.diff(sc[r, :row.size]) >= 0)
+            # every pair outside the list is bounded below by the screen's bound
+            out = np.setdiff1d(np.arange(mat.shape[1]), row)
+            if out.size:
+                assert full[r] and mat[r, out].min() >= bound[r]
+            else:
+                assert np.isinf(bound[r])
+        # the lists are the k smallest (up to float32 near ties: compare the values)
+        want = np.sort(mat, axis=1)[:, :kk]
+        np.testing.assert_allclose(np.where(idx >= 0, sc, np.inf), want, rtol=1e-5, atol=1e-4)
+
+
+def test_screened_lists_equal_exact_lists_on_continuous_data():
+    x, y = _pair(1200, 1100, 7, 3)
+    pw = Pairwise.build(x, y, "sqeuclidean", root=True)
+    a, b = knn_screened(pw, 8), knn(pw, 8)
+    np.testing.assert_array_equal(a.fwd_idx, b.fwd_idx)
+    np.testing.assert_array_equal(a.bwd_idx, b.bwd_idx)
+    np.testing.assert_array_equal(a.fwd_score, b.fwd_score)  # same float64 bits
+    # the bound is tight: within float32 error of the exact k-th score
+    assert np.all(a.fwd_bound <= b.fwd_score[:, -1])
+    assert np.median(b.fwd_score[:, -1] - a.fwd_bound) < 1e-3 * np.median(b.fwd_score[:, -1])
+
+
+@pytest.mark.parametrize("flag_cap", [64, 3])   # 3: rows overflow to the exact kernel
+@pytest.mark.parametrize("ties", [False, True])
+def test_screened_scan_matches_exact_scan_below_threshold(monkeypatch, flag_cap, ties):
+    monkeypatch.setattr(screen32, "FLAG_CAP", flag_cap)
+    x, y = _pair(600, 800, 4, 11, ties)
+    pw = Pairwise.build(x, y, "sqeuclidean", root=True)
+    c = cdist(x, y)
+    rng = np.random.default_rng(1)
+    off = rng.uniform(0, 2, 800) * np.median(c)
+    rows = rng.choice(600, 250, replace=False)
+    r = c[rows] - off[None, :]
+    # thresholds from "no pair below" to "a dozen pairs below", and exact ties at θ
+    theta = np.sort(r, axis=1)[np.arange(250), rng.integers(0, 12, 250)]
+    theta[:20] = r[:20].min(axis=1) - 1.0
+    cmax = np.quantile(c, 0.3) if ties else np.inf
+    scan, nxt = scan_screened(pw, rows, off, theta, cmax=cmax, cap=5)
+    ref = scan_reduced(pw, rows, off, np.nextafter(theta, -np.inf), cmax=cmax, cap=5)
+    rr = np.where(c[rows] <= cmax, r, np.inf)
+    below = rr < theta[:, None]
+    np.testing.assert_array_equal(scan.count, below.sum(1))
+    np.testing.assert_allclose(scan.min, np.minimum(rr.min(1), theta), rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(scan.idx, ref.idx)
+    np.testing.assert_array_equal(scan.val, ref.val)
+    # nxt bounds every column not reported
+    for p in range(250):
+        rest = np.setdiff1d(np.arange(800), scan.idx[p][scan.idx[p] >= 0])
+        assert rr[p, rest].min() >= nxt[p] - 1e-12
