@@ -21,6 +21,23 @@ def test_builtin_configs_are_shipped_and_valid():
 
 
 @pytest.mark.parametrize("name", BUILTIN)
+def test_builtin_full_grids_mask_without_error(name, data_dir):
+    # the full grids run only outside CI: every (dataset, masking, value) of them must at
+    # least be accepted by the masking method (on at most 5000 records)
+    from linkrisk.experiments.runner import _load
+    from linkrisk.masking import mask
+
+    seen = set()
+    for t in expand(load_config(name), data_dir):
+        key = (t.dataset.label, t.method, repr(sorted(t.params.items())))
+        if key in seen:
+            continue
+        seen.add(key)
+        df = _load(t.dataset.name, data_dir, t.dataset.ordered, t.dataset.sample).iloc[:5000]
+        mask(df, t.method, columns=t.dataset.columns, seed=1, **t.params)
+
+
+@pytest.mark.parametrize("name", BUILTIN)
 def test_builtin_study_runs_quick(name, data_dir, tmp_path):
     res = linkrisk.study(name, data_dir=data_dir, out_dir=tmp_path / name, quick=True,
                          processes=1)
@@ -66,6 +83,15 @@ def test_resume_skips_cached_cells_and_same_results(data_dir, tmp_path):
     pd.testing.assert_frame_equal(first.summary, again.summary)
     with pytest.raises(LinkriskError, match="another output folder"):
         linkrisk.study(_tiny(name="other"), data_dir=data_dir, out_dir=tmp_path, processes=1)
+
+
+def test_a_failed_run_resumes(data_dir, tmp_path):
+    bad = _tiny(masking=[{"method": "noise", "param": "a", "values": [0.5, -1.0]}])
+    with pytest.raises(LinkriskError, match="a=-1.0"):
+        linkrisk.study(bad, data_dir=data_dir, out_dir=tmp_path, processes=1)
+    good = linkrisk.study(_tiny(masking=[{"method": "noise", "param": "a", "values": [0.5]}]),
+                          data_dir=data_dir, out_dir=tmp_path, processes=1)
+    assert good.tasks == 3 and good.cached == 3
 
 
 def test_parallel_equals_serial(data_dir, tmp_path):

@@ -160,9 +160,11 @@ def study(
                             "folder or pass --force")
     out.mkdir(parents=True, exist_ok=True)
     tasks = expand(st, None if data_dir is None else str(data_dir), replications)
+    # mark the folder first: a run that stops half-way (Ctrl-C, a failing cell) resumes
+    atomic_write_text(meta_path, json.dumps(meta, indent=2), force=True)
     rows, cached = run_tasks(tasks, out / "cache", processes or default_processes(), progress)
     summary = summarize(rows)
-    files = [atomic_write_text(meta_path, json.dumps(meta, indent=2), force=True),
+    files = [meta_path,
              atomic_write_text(out / "results.csv", rows.to_csv(index=False), force=True),
              atomic_write_text(out / "summary.csv", summary.to_csv(index=False), force=True)]
     try:

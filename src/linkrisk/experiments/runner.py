@@ -141,8 +141,9 @@ def run_task(task: Task) -> list[dict[str, Any]]:
             "value": task.value, "replication": task.replication, "seed": task.seed}
     rows = []
     rates: dict[str, float] = {}
+    att = _attacker_file(orig, rel, task)
     for qlabel, qi in task.qi_sets:
-        ctx, direction = make_context(orig, rel, qi, seed=task.seed)
+        ctx, direction = make_context(att, rel, qi, seed=task.seed)
         for att in task.attacks:
             params = {k: resolve_param(v, task.value) for k, v in att.params.items()}
             t1 = time.perf_counter()
@@ -160,6 +161,25 @@ def run_task(task: Task) -> list[dict[str, Any]]:
     for r in rows:
         r["task_seconds"] = time.perf_counter() - t0
     return rows
+
+
+def _attacker_file(orig: pd.DataFrame, rel: pd.DataFrame, task: Task) -> pd.DataFrame:
+    """The file the attacker links from. Global recoding replaces categories by new group
+    labels through a published, deterministic map, so the attacker recodes their own file
+    the same way (otherwise no released label occurs in it); every other method is
+    attacked from the original file."""
+    if task.method != "global_recoding":
+        return orig
+    from ..masking import global_recoding_map
+
+    out = orig.copy()
+    for c in orig.columns:
+        if isinstance(rel[c].dtype, pd.CategoricalDtype) and c in (task.dataset.columns
+                                                                     or orig.columns):
+            mp = global_recoding_map(orig[c], **task.params)
+            out[c] = pd.Categorical(orig[c].map(mp), categories=rel[c].cat.categories,
+                                    ordered=rel[c].cat.ordered)
+    return out
 
 
 def _measure_rows(orig: pd.DataFrame, rel: pd.DataFrame, task: Task, rates: dict[str, float],
