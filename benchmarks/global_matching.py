@@ -95,7 +95,9 @@ def _run(method: str, n: int, seed: int, timeout: float | None, budget: int) -> 
     except subprocess.TimeoutExpired:
         return {"method": method, "n": n, "error": f"timeout after {timeout:.0f} s"}
     if p.returncode != 0:
-        return {"method": method, "n": n, "error": p.stderr.strip().splitlines()[-1]}
+        # a killed child (time limit, out of memory) may print nothing
+        return {"method": method, "n": n,
+                "error": (p.stderr.strip().splitlines() or [f"exit code {p.returncode}"])[-1]}
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 

@@ -141,9 +141,9 @@ def run_task(task: Task) -> list[dict[str, Any]]:
             "value": task.value, "replication": task.replication, "seed": task.seed}
     rows = []
     rates: dict[str, float] = {}
-    att = _attacker_file(orig, rel, task)
+    attacker = _attacker_file(orig, rel, task)
     for qlabel, qi in task.qi_sets:
-        ctx, direction = make_context(att, rel, qi, seed=task.seed)
+        ctx, direction = make_context(attacker, rel, qi, seed=task.seed)
         for att in task.attacks:
             params = {k: resolve_param(v, task.value) for k, v in att.params.items()}
             t1 = time.perf_counter()
