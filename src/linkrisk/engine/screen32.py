@@ -45,6 +45,9 @@ from .screen import _lower
 #: B columns per tile: 13 float32 attribute rows of 1024 columns (52 KiB) stay in L2 and
 #: the row's 4 KiB accumulator in L1
 TILE = 1024
+#: attacker rows scored against one tile of B before the next tile (128 vs 16: 0.69 vs
+#: 0.76 ns/pair at n = 2·10⁵, the release re-streamed from memory 8× less often)
+CHUNK = 128
 #: flagged pairs kept per scanned row before it falls back to the exact kernel
 FLAG_CAP = 64
 _F32 = np.float32
@@ -230,7 +233,7 @@ def knn_screened(pw: Pairwise, k: int, kb: int | None = None, *,
     rows = _row_blocks(n_x)
     for lo in range(0, n_x, rows):
         hi = min(lo + rows, n_x)
-        _knn32_pass(x32, nx, lo, hi, yt32, ny, TILE, 16, f_idx, f_sc, b_idx, b_sc, b_thr)
+        _knn32_pass(x32, nx, lo, hi, yt32, ny, TILE, CHUNK, f_idx, f_sc, b_idx, b_sc, b_thr)
         if progress is not None:
             progress(hi, n_x)
     if kb > 0:
