@@ -543,31 +543,26 @@ def _certify(pw: Pairwise, sa: SparseAssignment, lists: _Lists, known: np.ndarra
     nxt = None
     if rows.size and cols.size:
         cb = stages.stage(800, 1000)
-        if screened and rows.size <= cols.size:
-            # float32 screen: only pairs that may violate are re-scored exactly; scan.min is
-            # min(u_i − tol, exact minimum), a valid `known` bound either way
-            scan, nxt = scan_screened(pw, rows, v, u[rows] - tol, cmax=delta, cap=SCAN_CAP,
-                                      progress=cb)
-            n_scan = rows.size
-            known[rows] = scan.min
-            violated |= bool((scan.min < u[rows] - tol).any())
-        elif screened:
-            s, _ = scan_screened(pw.swapped(), cols, u, v[cols] - tol, cmax=delta,
-                                 cap=SCAN_CAP, progress=cb)
-            n_scan = cols.size
-            hit = s.idx >= 0
-            vc.append(np.repeat(s.rows, s.idx.shape[1])[hit.ravel()])
-            vr.append(s.idx[hit])
-            violated |= bool(hit.any())
-        elif rows.size <= cols.size:
-            # the CAP smallest c_ij − v_j of each row (they join the graph if it changes)
-            scan = scan_reduced(pw, rows, v, np.full(rows.size, np.inf), cmax=delta,
-                                cap=SCAN_CAP, progress=cb)
+        if rows.size <= cols.size:
+            if screened:
+                # float32 screen: only pairs that may violate are re-scored exactly;
+                # scan.min is min(u_i − tol, exact minimum), a valid `known` bound either way
+                scan, nxt = scan_screened(pw, rows, v, u[rows] - tol, cmax=delta,
+                                          cap=SCAN_CAP, progress=cb)
+            else:
+                # the CAP smallest c_ij − v_j of each row (they join the graph if it changes)
+                scan = scan_reduced(pw, rows, v, np.full(rows.size, np.inf), cmax=delta,
+                                    cap=SCAN_CAP, progress=cb)
             n_scan = rows.size
             known[rows] = scan.min
             violated |= bool((scan.min < u[rows] - tol).any())
         else:
-            s = scan_reduced(pw.swapped(), cols, u, v[cols] - tol, cmax=delta, progress=cb)
+            # the columns' violating rows (c_ij − u_i below v_j − tol)
+            thr = v[cols] - tol
+            s = (scan_screened(pw.swapped(), cols, u, thr, cmax=delta, cap=SCAN_CAP,
+                               progress=cb)[0] if screened
+                 else scan_reduced(pw.swapped(), cols, u, thr, cmax=delta, cap=SCAN_CAP,
+                                   progress=cb))
             n_scan = cols.size
             hit = s.idx >= 0
             vc.append(np.repeat(s.rows, s.idx.shape[1])[hit.ravel()])

@@ -26,6 +26,8 @@ Euclidean cost of gdbrl) is screened; other metrics use the exact kernels of :mo
 
 from __future__ import annotations
 
+import dataclasses
+
 import numba as nb
 import numpy as np
 
@@ -205,7 +207,6 @@ def _exact_sorted(pw: Pairwise, rows_of: np.ndarray, idx: np.ndarray, flip: bool
     ia = np.repeat(rows_of, k)
     ib = idx.ravel()
     sc = (pair_costs(pw.swapped(), ia, ib) if flip else pair_costs(pw, ia, ib)).reshape(n, k)
-    # pair_costs returns scores here: the caller passes a Pairwise without root
     order = np.lexsort((np.where(idx < 0, np.iinfo(np.int64).max, idx), sc), axis=1)
     return np.take_along_axis(idx, order, 1), np.take_along_axis(sc, order, 1)
 
@@ -243,7 +244,7 @@ def knn_screened(pw: Pairwise, k: int, kb: int | None = None, *,
     else:
         bi, bs32 = np.empty((n_y, 0), np.int64), np.empty((n_y, 0), _F32)
     del b_idx, b_sc
-    sq = Pairwise(pw.x, pw.y, pw.yt, pw.code, pw.degree, pw.kxx, pw.kyy, pw.tables, False)
+    sq = dataclasses.replace(pw, root=False)  # exact scores, not costs
     fi, fs = _exact_sorted(sq, np.arange(n_x), f_idx, False)
     bi_, bs_ = (_exact_sorted(sq, np.arange(n_y), bi, True) if kb > 0
                 else (bi, np.empty((n_y, 0))))

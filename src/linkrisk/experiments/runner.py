@@ -164,22 +164,11 @@ def run_task(task: Task) -> list[dict[str, Any]]:
 
 
 def _attacker_file(orig: pd.DataFrame, rel: pd.DataFrame, task: Task) -> pd.DataFrame:
-    """The file the attacker links from. Global recoding replaces categories by new group
+    """The file the attacker links from. Global recoding replaces values by new group
     labels through a published, deterministic map, so the attacker recodes their own file
-    the same way (otherwise no released label occurs in it); every other method is
-    attacked from the original file."""
-    if task.method != "global_recoding":
-        return orig
-    from ..masking import global_recoding_map
-
-    out = orig.copy()
-    for c in orig.columns:
-        if isinstance(rel[c].dtype, pd.CategoricalDtype) and c in (task.dataset.columns
-                                                                     or orig.columns):
-            mp = global_recoding_map(orig[c], **task.params)
-            out[c] = pd.Categorical(orig[c].map(mp), categories=rel[c].cat.categories,
-                                    ordered=rel[c].cat.ordered)
-    return out
+    the same way (otherwise no released label occurs in it) — and that recoded file is the
+    release itself, row for row; every other method is attacked from the original file."""
+    return rel if task.method == "global_recoding" else orig
 
 
 def _measure_rows(orig: pd.DataFrame, rel: pd.DataFrame, task: Task, rates: dict[str, float],
