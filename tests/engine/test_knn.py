@@ -19,7 +19,7 @@ from linkrisk.engine.knn import (
     knn,
     kth_cost,
     pair_costs,
-    scan_reduced,
+    scan_gated,
     within_graph,
 )
 
@@ -139,16 +139,6 @@ def test_scans_equal_brute_force(root):
     c = cdist(x, y, "euclidean" if root else "sqeuclidean")
     np.testing.assert_allclose(dense_costs(pw), c, rtol=1e-12)
     rng = np.random.default_rng(0)
-    off = rng.integers(0, 3, y.shape[0]).astype(float)
-    rows = np.array([0, 5, 7, 119, 5])
-    thr = np.full(rows.shape[0], 0.5)
-    s = scan_reduced(pw, rows, off, thr, cap=4, cmax=4.0)
-    r = np.where(c[rows] <= 4.0, c[rows] - off, np.inf)
-    np.testing.assert_allclose(s.min, r.min(1))
-    np.testing.assert_array_equal(s.count, (r <= 0.5).sum(1))
-    for p in range(rows.shape[0]):
-        want = np.argsort(r[p], kind="stable")[:min(4, s.count[p])]
-        np.testing.assert_array_equal(s.idx[p, :want.shape[0]], want)
     # counts, explicit radius graph, k-th smallest cost, pair costs
     thr = np.quantile(c, 0.1, axis=1)
     np.testing.assert_array_equal(count_within(pw, thr), (c <= thr[:, None]).sum(1))
@@ -161,6 +151,37 @@ def test_scans_equal_brute_force(root):
     np.testing.assert_allclose(kth_cost(pw, kk), np.sort(c, 1)[np.arange(x.shape[0]), kk - 1])
     ia, ib = rng.integers(0, 120, 50), rng.integers(0, 150, 50)
     np.testing.assert_allclose(pair_costs(pw, ia, ib), c[ia, ib])
+
+
+@pytest.mark.parametrize("metric", ["sqeuclidean", "mixed", "kernel"])
+@pytest.mark.parametrize("seed", range(3))
+def test_gated_scan_equals_brute_force_on_the_gated_columns(metric, seed):
+    x, y, kw = _data(metric, 90, 700, seed)     # > 10 blocks of columns, with ties
+    pw = Pairwise.build(x, y, metric, root=metric == "sqeuclidean", **kw)
+    c = dense_costs(pw)
+    rng = np.random.default_rng(seed)
+    off = rng.integers(0, 4, y.shape[0]) * np.median(c) / 3   # tied offsets
+    key = rng.standard_normal(y.shape[0])
+    key[:5] = np.inf                                          # columns no row may scan
+    rows = np.concatenate([rng.choice(90, 40, replace=False), [3, 3]])
+    r = c[rows] - off[None, :]
+    theta = np.quantile(r, rng.uniform(0.0, 0.2, rows.size), axis=1).diagonal().copy()
+    gate = np.quantile(off, rng.uniform(0.0, 0.6, rows.size))
+    cmax = np.quantile(c, 0.5) if seed == 1 else np.inf
+    scan, nxt = scan_gated(pw, rows, off, key, theta, gate, cmax=cmax, cap=5)
+    seen = (key[None, :] < theta[:, None]) & (off[None, :] > gate[:, None]) & (c[rows] <= cmax)
+    rr = np.where(seen, r, np.inf)
+    below = rr < theta[:, None]
+    np.testing.assert_array_equal(scan.count, below.sum(1))
+    np.testing.assert_allclose(scan.min, np.minimum(rr.min(1), theta), rtol=1e-12)
+    for p in range(rows.size):
+        got = scan.idx[p][scan.idx[p] >= 0]
+        want = np.sort(rr[p][below[p]])[:5]
+        np.testing.assert_allclose(scan.val[p, :got.size], want, rtol=1e-12)
+        np.testing.assert_allclose(rr[p, got], want, rtol=1e-12)   # the columns hold them
+        rest = np.setdiff1d(np.flatnonzero(seen[p]), got)
+        assert rest.size == 0 or rr[p, rest].min() >= nxt[p] - 1e-12
+    assert scan.count.sum() > 0 and (scan.count > 5).any()   # the cap was exercised
 
 
 # --------------------------------------------------------------------------------------

@@ -8,9 +8,8 @@ import numpy as np
 import pytest
 from scipy.spatial.distance import cdist
 
-from linkrisk.engine import screen32
-from linkrisk.engine.knn import Pairwise, knn, scan_reduced
-from linkrisk.engine.screen32 import knn_screened, scan_screened
+from linkrisk.engine.knn import Pairwise, knn
+from linkrisk.engine.screen32 import knn_screened
 
 
 def _pair(n, n2, m, seed, ties=False):
@@ -63,32 +62,3 @@ def test_screened_lists_equal_exact_lists_on_continuous_data():
     # the bound is tight: within float32 error of the exact k-th score
     assert np.all(a.fwd_bound <= b.fwd_score[:, -1])
     assert np.median(b.fwd_score[:, -1] - a.fwd_bound) < 1e-3 * np.median(b.fwd_score[:, -1])
-
-
-@pytest.mark.parametrize("flag_cap", [64, 3])   # 3: rows overflow to the exact kernel
-@pytest.mark.parametrize("ties", [False, True])
-def test_screened_scan_matches_exact_scan_below_threshold(monkeypatch, flag_cap, ties):
-    monkeypatch.setattr(screen32, "FLAG_CAP", flag_cap)
-    x, y = _pair(600, 800, 4, 11, ties)
-    pw = Pairwise.build(x, y, "sqeuclidean", root=True)
-    c = cdist(x, y)
-    rng = np.random.default_rng(1)
-    off = rng.uniform(0, 2, 800) * np.median(c)
-    rows = rng.choice(600, 250, replace=False)
-    r = c[rows] - off[None, :]
-    # thresholds from "no pair below" to "a dozen pairs below", and exact ties at θ
-    theta = np.sort(r, axis=1)[np.arange(250), rng.integers(0, 12, 250)]
-    theta[:20] = r[:20].min(axis=1) - 1.0
-    cmax = np.quantile(c, 0.3) if ties else np.inf
-    scan, nxt = scan_screened(pw, rows, off, theta, cmax=cmax, cap=5)
-    ref = scan_reduced(pw, rows, off, np.nextafter(theta, -np.inf), cmax=cmax, cap=5)
-    rr = np.where(c[rows] <= cmax, r, np.inf)
-    below = rr < theta[:, None]
-    np.testing.assert_array_equal(scan.count, below.sum(1))
-    np.testing.assert_allclose(scan.min, np.minimum(rr.min(1), theta), rtol=1e-12, atol=1e-12)
-    np.testing.assert_array_equal(scan.idx, ref.idx)
-    np.testing.assert_array_equal(scan.val, ref.val)
-    # nxt bounds every column not reported
-    for p in range(250):
-        rest = np.setdiff1d(np.arange(800), scan.idx[p][scan.idx[p] >= 0])
-        assert rr[p, rest].min() >= nxt[p] - 1e-12

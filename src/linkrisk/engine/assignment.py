@@ -592,6 +592,14 @@ class SparseAssignment:
                     self.col4row[i] = -1
                     self.row4col[j] = -1
 
+    def restart(self) -> None:
+        """Forget the matching and duals: the next :meth:`solve` starts afresh."""
+        self.started = False
+        self.col4row[:] = -1
+        self.row4col[:] = -1
+        self.u[:] = 0.0
+        self.v[:] = 0.0
+
     def flatten(self) -> None:
         """Re-normalise the (optimal) duals to the flattest ones, see :func:`_flatten`.
         Square problems only (a rectangular problem needs v = 0 on free columns)."""

@@ -312,84 +312,113 @@ def knn(pw: Pairwise, k: int, kb: int | None = None, *, progress: Progress | Non
 # ---------------------------------------------------------------------------------------
 # reduced-cost scan (the certificate) and the other per-row scans
 # ---------------------------------------------------------------------------------------
+#: columns per block of the gated scan (a block is skipped when no column passes the gate)
+GATE_BLOCK = 64
+
+
 @nb.njit(parallel=True, cache=True)
-def _scan_reduced(rows, x, yt, metric, degree, kxx, kyy, tflat, toff, tsize, root, cmax, off,
-                  thr, tile, chunk, out_min, out_cnt, out_idx, out_val):
-    """For each listed row i of x: r_j = cost(x_i, y_j) − off[j] over the j with cost ≤ cmax.
-    out_min = min_j r_j; out_cnt = #{j : r_j ≤ thr}; out_idx/out_val = the (up to cap)
-    smallest such r_j, ascending."""
-    n_y = yt.shape[1]
-    cap = out_idx.shape[1]
+def _scan_gated(rows, x, yts, metric, degree, kxx, kyy, tflat, toff, tsize, root, cmax, off,
+                key, gmax, theta, gate, out_min, out_cnt, out_idx, out_val):
+    """Columns sorted by ``key`` ascending (``yts``, ``kyy``, ``off`` in that order). For
+    each listed row i (position p), over the columns j with key_j < θ_p and off_j > gate_p
+    (a prefix of the order, minus the blocks whose largest off_j fails the gate):
+    r_j = cost(x_i, y_j) − off_j where cost ≤ cmax. out_cnt = #{r_j < θ_p};
+    out_min = min(θ_p, min r_j); out_idx/out_val = the smallest r_j < θ_p, ascending
+    (positions in the sorted order)."""
     n = rows.shape[0]
-    n_chunks = (n + chunk - 1) // chunk
-    for c in nb.prange(n_chunks):
-        lo = c * chunk
-        hi = min(lo + chunk, n)
-        acc = np.empty(tile)
-        for p in range(lo, hi):
-            out_min[p] = np.inf
-            out_cnt[p] = 0
-            for q in range(cap):
-                out_idx[p, q] = -1
-                out_val[p, q] = np.inf
-        for t0 in range(0, n_y, tile):
-            w = min(tile, n_y - t0)
-            for p in range(lo, hi):
-                i = rows[p]
-                _scores(acc, x[i], yt, t0, w, metric, degree, kxx[i], kyy, tflat, toff,
-                        tsize)
-                best = out_min[p]
-                th = thr[p]
-                cnt = out_cnt[p]
-                vals = out_val[p]
-                idxs = out_idx[p]
-                for q in range(w):
-                    c_ = _cost(acc[q], root)
-                    if c_ > cmax:
-                        continue
-                    r = c_ - off[t0 + q]
+    cap = out_idx.shape[1]
+    blk = GATE_BLOCK
+    for p in nb.prange(n):
+        acc = np.empty(blk)
+        i = rows[p]
+        th = theta[p]
+        gt = gate[p]
+        vals = out_val[p]
+        idxs = out_idx[p]
+        for q in range(cap):
+            vals[q] = np.inf
+            idxs[q] = -1
+        best = th
+        cnt = 0
+        end = np.searchsorted(key, th)  # key_j < θ
+        for b in range((end + blk - 1) // blk):
+            if gmax[b] <= gt:
+                continue
+            t0 = b * blk
+            w = min(blk, end - t0)
+            _scores(acc, x[i], yts, t0, w, metric, degree, kxx[i], kyy, tflat, toff, tsize)
+            for q in range(w):
+                j = t0 + q
+                if off[j] <= gt:
+                    continue
+                c_ = _cost(acc[q], root)
+                if c_ > cmax:
+                    continue
+                r = c_ - off[j]
+                if r < th:
+                    cnt += 1
                     if r < best:
                         best = r
-                    if r <= th:
-                        cnt += 1
-                        if cap > 0 and r < vals[cap - 1]:
-                            _insert(vals, idxs, r, t0 + q)
-                out_min[p] = best
-                out_cnt[p] = cnt
+                    if cap > 0 and r < vals[cap - 1]:
+                        _insert(vals, idxs, r, j)
+        out_min[p] = best
+        out_cnt[p] = cnt
 
 
 @dataclass
 class Scan:
-    """Result of :func:`scan_reduced` for the listed rows."""
+    """Result of :func:`scan_gated` for the listed rows."""
 
     rows: np.ndarray
-    min: np.ndarray      # min_j cost(x_i, y_j) − off_j
-    count: np.ndarray    # #{j : cost − off_j ≤ thr_i}
+    min: np.ndarray      # min(θ_i, min_j cost(x_i, y_j) − off_j) over the scanned columns
+    count: np.ndarray    # #{scanned j : cost − off_j < θ_i}
     idx: np.ndarray      # (len(rows), cap) the smallest such j, ascending by value (−1: none)
     val: np.ndarray      # their cost − off_j
 
 
-def scan_reduced(pw: Pairwise, rows: np.ndarray, off: np.ndarray, thr: np.ndarray, *,
-                 cmax: float = np.inf, cap: int = 8, progress: Progress | None = None) -> Scan:
-    """min_j (c(x_i, y_j) − off_j) over all y (cost ≤ ``cmax``) for each listed row i, and
-    the ``cap`` smallest values ≤ ``thr_i`` with their columns. With ``off`` = the column
-    duals v this is the fused certificate check: row i is dual feasible iff
-    min_j (c_ij − v_j) ≥ u_i − tol."""
+def scan_gated(pw: Pairwise, rows: np.ndarray, off: np.ndarray, key: np.ndarray,
+               theta: np.ndarray, gate: np.ndarray, *, cmax: float = np.inf, cap: int = 8,
+               progress: Progress | None = None) -> tuple[Scan, np.ndarray]:
+    """The pairs of the listed rows with r_ij = c(x_i, y_j) − off_j < θ_i (cost ≤ ``cmax``),
+    looking only at the columns with key_j < θ_i and off_j > gate_i — the caller's proof
+    that no other column can have r_ij < θ_i (the certificate: key = β − v, off = v,
+    θ_i = u_i − tol, gate_i = α_i − u_i + tol, see :func:`~.matching._suspects`).
+
+    Columns are sorted by key once, so each row scans a prefix in blocks of
+    ``GATE_BLOCK``, skipping blocks where no off_j passes the gate: the work is the
+    number of such pairs, not n_rows × n_cols (a few % of the full scan in the global
+    attack). Returns (scan, nxt): ``scan.min`` = min(θ_i, min r_ij) — a lower bound of
+    r_ij over *all* columns under the caller's proof — ``scan.count`` and the (up to
+    ``cap``) smallest r_ij < θ_i; ``nxt`` a lower bound of r_ij over the columns not in
+    ``scan.idx``."""
     rows = np.ascontiguousarray(rows, dtype=np.int64)
-    n = rows.shape[0]
-    out = Scan(rows, np.empty(n), np.empty(n, np.int64), np.empty((n, cap), np.int64),
-               np.empty((n, cap)))
-    thr = np.ascontiguousarray(np.broadcast_to(thr, (n,)), dtype=np.float64)
-    off = np.ascontiguousarray(off, dtype=np.float64)
+    n, n_y = rows.shape[0], pw.y.shape[0]
+    theta = np.ascontiguousarray(np.broadcast_to(theta, (n,)), dtype=np.float64)
+    gate = np.ascontiguousarray(np.broadcast_to(gate, (n,)), dtype=np.float64)
+    off = np.asarray(off, dtype=np.float64)
+    key = np.asarray(key, dtype=np.float64)
+    # NaN keys (inf − inf) can never pass key < θ: sort them last as +inf
+    key = np.where(np.isnan(key), np.inf, key)
+    order = np.argsort(key, kind="stable")
+    key_s = np.ascontiguousarray(key[order])
+    off_s = np.ascontiguousarray(off[order])
+    yts = np.ascontiguousarray(pw.yt[:, order])
+    kyy = np.ascontiguousarray(pw.kyy[order])
+    gmax = np.maximum.reduceat(off_s, np.arange(0, n_y, GATE_BLOCK))
+    code, degree, kxx, _, tflat, toff, tsize = pw.args
+    mins, cnt = np.empty(n), np.empty(n, np.int64)
+    idx, val = np.empty((n, cap + 1), np.int64), np.empty((n, cap + 1))
     step = max(512, -(-n // 32))
     for lo in range(0, n, step):
         hi = min(lo + step, n)
-        _scan_reduced(rows[lo:hi], pw.x, pw.yt, *pw.args, pw.root, float(cmax), off, thr[lo:hi],
-                      pw.tile, 16, out.min[lo:hi], out.count[lo:hi], out.idx[lo:hi],
-                      out.val[lo:hi])
+        _scan_gated(rows[lo:hi], pw.x, yts, code, degree, kxx, kyy, tflat, toff, tsize,
+                    pw.root, float(cmax), off_s, key_s, gmax, theta[lo:hi], gate[lo:hi],
+                    mins[lo:hi], cnt[lo:hi], idx[lo:hi], val[lo:hi])
         if progress is not None:
             progress(hi, n)
-    return out
+    idx = np.where(idx >= 0, order[np.maximum(idx, 0)], -1)
+    nxt = np.where(cnt > cap, val[:, cap], theta)
+    return Scan(rows, mins, cnt, idx[:, :cap], val[:, :cap]), nxt
 
 
 @nb.njit(parallel=True, cache=True)

@@ -1,24 +1,18 @@
-"""Float32-screened k-NN lists and reduced-cost scans for the global attack (Euclidean).
+"""Float32-screened k-NN lists for the global attack (Euclidean).
 
-The certified matching (:mod:`.matching`) needs two full passes over A × B: the k-NN
-lists that make the candidate graph, and the certificate scan of the rows whose bound
-fails. In float64 each pair costs ~3.6 ns here, which puts n = 10⁶ (10¹² pairs) at hours.
-Neither pass needs float64 for every pair, only valid *bounds*:
-
-* **lists.** The graph may be any set of pairs with exact costs, and a pair outside i's
-  list only needs a lower bound α_i on its cost. A fused float32 kernel (13 inner products
-  per pair, vectorized over a cache-resident tile of B, ‖a‖² + ‖b‖² − 2a·b as faiss
-  computes it) keeps each row's K smallest float32 scores in both directions; the list
-  entries are then re-scored in float64 with the engine's arithmetic
-  (:func:`~.knn.pair_costs`) and sorted by (exact cost, index). Every pair left out of
-  i's list had a float32 score ≥ the final K-th one D_i, so its exact squared distance is
-  ≥ L(D_i) (:func:`~.screen._lower`: |float32 − exact| ≤ c(‖a‖² + ‖b‖²), c = 4(m+3)·2⁻²³)
-  and α_i = √L(D_i).
-* **certificate scan.** A row i passes when c_ij − off_j ≥ θ_i for all j. The kernel flags
-  every pair that float32 cannot prove safe — squared-distance score below
-  (θ_i + η_i + off_j)²·(1 + 8c) + 6c‖a_i‖², with a slack η_i far above float32's rounding
-  of the threshold — and only flagged pairs are re-scored exactly. A row with more flags
-  than the buffer holds is scanned by the exact float64 kernel instead.
+The certified matching (:mod:`.matching`) needs one full pass over A × B: the k-NN lists
+that make the candidate graph and bound every pair outside it (the certificate then
+looks only at the pairs those bounds cannot clear). In float64 each pair costs ~3.6 ns
+here, which puts n = 10⁶ (10¹² pairs) at an hour. The lists do not need float64 for every
+pair, only valid *bounds*: the graph may be any set of pairs with exact costs, and a pair
+outside i's list only needs a lower bound α_i on its cost. A fused float32 kernel (13
+inner products per pair, vectorized over a cache-resident tile of B, ‖a‖² + ‖b‖² − 2a·b
+as faiss computes it) keeps each row's K smallest float32 scores in both directions; the
+list entries are then re-scored in float64 with the engine's arithmetic
+(:func:`~.knn.pair_costs`) and sorted by (exact cost, index). Every pair left out of i's
+list had a float32 score ≥ the final K-th one D_i, so its exact squared distance is
+≥ L(D_i) (:func:`~.screen._lower`: |float32 − exact| ≤ c(‖a‖² + ‖b‖²), c = 4(m+3)·2⁻²³)
+and α_i = √L(D_i).
 
 Nothing of size n_a × n_b is stored. Only the ``sqeuclidean`` metric with ``root`` (the
 Euclidean cost of gdbrl) is screened; other metrics use the exact kernels of :mod:`.knn`.
@@ -35,12 +29,10 @@ from .knn import (
     KNN,
     Pairwise,
     Progress,
-    Scan,
     _insert,
     _merge_threads,
     _row_blocks,
     pair_costs,
-    scan_reduced,
 )
 from .screen import _lower
 
@@ -50,8 +42,6 @@ TILE = 1024
 #: attacker rows scored against one tile of B before the next tile (128 vs 16: 0.69 vs
 #: 0.76 ns/pair at n = 2·10⁵, the release re-streamed from memory 8× less often)
 CHUNK = 128
-#: flagged pairs kept per scanned row before it falls back to the exact kernel
-FLAG_CAP = 64
 _F32 = np.float32
 
 
@@ -260,133 +250,3 @@ def _list_bound(idx: np.ndarray, sc32: np.ndarray, z: np.ndarray, n_other: int
         return np.full(idx.shape[0], np.inf)
     b = np.maximum(_lower(sc32[:, -1], z), 0.0)
     return np.where(idx[:, -1] < 0, np.inf, b)
-
-
-# ---------------------------------------------------------------------------------------
-# screened reduced-cost scan
-# ---------------------------------------------------------------------------------------
-@nb.njit(parallel=True, cache=True)
-def _flag32(rows, x, nx, yt, ny, off, theta, extra, factor, tile, out_idx, out_cnt):
-    """For each listed row i of x, the columns j whose float32 score s is below
-    max(θ_i + off_j, 0)²·factor + extra_i (pairs that may have c_ij − off_j < θ_i, θ_i
-    already including the slack); up to cap of them in out_idx, their number in out_cnt."""
-    n_y = yt.shape[1]
-    cap = out_idx.shape[1]
-    n = rows.shape[0]
-    two = np.float32(2.0)
-    zero = np.float32(0.0)
-    for p in nb.prange(n):
-        acc = np.empty(tile, np.float32)
-        i = rows[p]
-        th = theta[p]
-        ex = extra[p]
-        nxi = nx[i]
-        cnt = 0
-        for t0 in range(0, n_y, tile):
-            w = min(tile, n_y - t0)
-            a = acc[:w]
-            _dot32(a, x[i], yt, t0, w)
-            nyt = ny[t0:t0 + w]
-            oft = off[t0:t0 + w]
-            hit = 0
-            for q in range(w):
-                s = (nyt[q] - two * a[q]) + nxi
-                t = max(th + oft[q], zero)
-                d = s - (t * t * factor + ex)
-                a[q] = d
-                hit += d < zero
-            if hit == 0:
-                continue
-            for q in range(w):
-                if a[q] < zero:
-                    if cnt < cap:
-                        out_idx[p, cnt] = t0 + q
-                    cnt += 1
-        out_cnt[p] = cnt
-
-
-def scan_screened(pw: Pairwise, rows: np.ndarray, off: np.ndarray, theta: np.ndarray, *,
-                  cmax: float = np.inf, cap: int = 8, progress: Progress | None = None
-                  ) -> tuple[Scan, np.ndarray]:
-    """The pairs of the listed rows with c_ij − off_j < θ_i (cost ≤ ``cmax``), found by a
-    float32 screen and exact re-scoring. Returns (scan, nxt): ``scan.idx/val`` the (up to
-    ``cap``) smallest such values ascending, ``scan.count`` how many there are, and
-    ``scan.min`` = min(θ_i, min_j (c_ij − off_j)) — the exact minimum when it is below
-    θ_i, else θ_i, a lower bound; ``nxt`` a lower bound of c_ij − off_j over the columns
-    not in ``scan.idx``. Same numbers as :func:`~.knn.scan_reduced` wherever it reports
-    them."""
-    rows = np.ascontiguousarray(rows, dtype=np.int64)
-    n = rows.shape[0]
-    theta = np.ascontiguousarray(np.broadcast_to(theta, (n,)), dtype=np.float64)
-    off = np.ascontiguousarray(off, dtype=np.float64)
-    m = pw.x.shape[1]
-    c = 4.0 * (m + 3) * 2.0**-23
-    x32 = np.ascontiguousarray(pw.x, dtype=_F32)
-    yt32 = np.ascontiguousarray(pw.yt, dtype=_F32)
-    nx, ny = _norms32(x32), _norms32(np.ascontiguousarray(pw.y, dtype=_F32))
-    # slack η far above float32 rounding of θ_i + off_j (relative 2⁻²⁴ of the magnitudes)
-    mag = np.abs(theta) + (np.abs(off).max(initial=0.0) if off.size else 0.0) + 1.0
-    th32 = (theta + 1e-5 * mag).astype(_F32)
-    off32 = off.astype(_F32)
-    extra = (6.0 * c * np.einsum("ij,ij->i", pw.x[rows], pw.x[rows]) + 1e-30).astype(_F32)
-    factor = _F32(1.0 + 8.0 * c)
-    out = Scan(rows, np.empty(n), np.zeros(n, np.int64), np.full((n, cap), -1, np.int64),
-               np.full((n, cap), np.inf))
-    nxt = np.empty(n)
-    step = max(512, -(-n // 32))
-    for lo in range(0, n, step):
-        hi = min(lo + step, n)
-        fidx = np.full((hi - lo, FLAG_CAP), -1, np.int64)
-        fcnt = np.zeros(hi - lo, np.int64)
-        _flag32(rows[lo:hi], x32, nx, yt32, ny, off32, th32[lo:hi], extra[lo:hi], factor,
-                TILE, fidx, fcnt)
-        _collect(pw, rows[lo:hi], off, theta[lo:hi], cmax, fidx, fcnt, out, nxt, lo)
-        if progress is not None:
-            progress(hi, n)
-    return out, nxt
-
-
-def _collect(pw, rws, off, theta, cmax, fidx, fcnt, out, nxt, lo):
-    """Re-score the flagged pairs exactly; rows that overflowed the flag buffer are
-    scanned by the exact kernel."""
-    cap = out.idx.shape[1]
-    over = fcnt > fidx.shape[1]
-    ok = ~over
-    r_ok = np.flatnonzero(ok)
-    sel = fidx[r_ok] >= 0
-    ia = np.repeat(r_ok, fidx.shape[1])[sel.ravel()]
-    jb = fidx[r_ok][sel]
-    cst = pair_costs(pw, rws[ia], jb)
-    val = cst - off[jb]
-    keep = (cst <= cmax) & (val < theta[ia])
-    ia, jb, val = ia[keep], jb[keep], val[keep]
-    order = np.lexsort((jb, val, ia))
-    ia, jb, val = ia[order], jb[order], val[order]
-    starts = np.searchsorted(ia, np.arange(rws.shape[0]))
-    rank = np.arange(ia.shape[0]) - starts[ia]
-    cnt = np.bincount(ia, minlength=rws.shape[0])
-    g = lo + np.arange(rws.shape[0])
-    out.count[g] = cnt
-    first = np.full(rws.shape[0], np.inf)
-    first[cnt > 0] = val[starts[cnt > 0]]
-    out.min[g] = np.minimum(first, theta)
-    top = rank < cap
-    out.idx[lo + ia[top], rank[top]] = jb[top]
-    out.val[lo + ia[top], rank[top]] = val[top]
-    # outside the reported ones: the (cap+1)-th value, or θ (unflagged pairs are ≥ θ)
-    nx_ = theta.copy()
-    more = cnt > cap
-    pos = starts[more] + cap
-    nx_[more] = np.minimum(val[pos], theta[more])
-    nxt[g] = nx_
-    if over.any():
-        r_over = np.flatnonzero(over)
-        # scan_reduced keeps values ≤ its threshold: the largest double below θ gives < θ
-        s = scan_reduced(pw, rws[r_over], off, np.nextafter(theta[r_over], -np.inf),
-                         cmax=cmax, cap=cap + 1)
-        g2 = lo + r_over
-        out.count[g2] = s.count
-        out.min[g2] = np.minimum(s.min, theta[r_over])
-        out.idx[g2] = s.idx[:, :cap]
-        out.val[g2] = s.val[:, :cap]
-        nxt[g2] = np.where(s.count > cap, s.val[:, cap], theta[r_over])
