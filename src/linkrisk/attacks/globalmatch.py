@@ -39,7 +39,9 @@ Options (SPEC §2):
 
 Exactness: small files use a dense solver; large ones a k-NN candidate graph whose
 optimum is certified for the complete graph by LP duality (``certified`` in the result's
-extra; see :mod:`linkrisk.engine.matching`).
+extra; see :mod:`linkrisk.engine.matching`). Files that repeat their records
+(categorical data: Adult's 32,561 records hold 8,688 distinct ones) are solved as a
+transport between distinct records, also certified (:mod:`linkrisk.engine.transport`).
 
 Ties: with duplicate records several matchings are optimal. Rows are processed in a
 seeded random order so the reported one does not favour the truth. ``ties="matching"``
@@ -84,7 +86,8 @@ def gdbrl(
     ``metric``: any distance of :func:`~linkrisk.attacks.distance.space` (default
     ``euclidean``: Euclidean, not squared, on per-file standardized values); ``d``: the
     kernel metric's degree. ``delta``: a distance threshold Δ or ``"owner"``; ``approx``:
-    ``agdbrl1`` or ``agdbrl2``; ``solver``: ``auto``, ``dense``, ``sparse`` or ``graph``;
+    ``agdbrl1`` or ``agdbrl2``; ``solver``: ``auto``, ``dense``, ``sparse``, ``graph`` or
+    ``patterns``;
     ``k`` / ``k_list``: degree of the candidate graph / length of the k-NN lists of the
     sparse solver; ``dense_max_n``: largest file solved densely by ``auto``; ``ties``:
     ``matching`` or ``expected``; ``pad``: allow files of different sizes.

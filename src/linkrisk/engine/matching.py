@@ -65,6 +65,7 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from ..errors import LinkriskError
+from . import transport
 from .assignment import SparseAssignment, allowed_edges, has_full_matching, to_csr
 from .kernels import Tables
 from .knn import Pairwise, Progress, dense_costs, knn, pair_costs, scan_gated, within_graph
@@ -181,8 +182,9 @@ def min_cost_matching(
         raise LinkriskError(f"ties must be 'matching' or 'expected', got {ties!r}")
     if screen not in ("auto", True, False):
         raise LinkriskError(f"screen must be 'auto', True or False, got {screen!r}")
-    if solver not in ("auto", "dense", "sparse", "graph"):
-        raise LinkriskError(f"unknown solver {solver!r}; use auto, dense, sparse or graph")
+    if solver not in ("auto", "dense", "sparse", "graph", "patterns"):
+        raise LinkriskError(f"unknown solver {solver!r}; use auto, dense, sparse, graph or "
+                            "patterns")
     delta = float(delta)
     if not delta >= 0:
         raise LinkriskError(f"delta must be a non-negative distance, got {delta}")
@@ -199,16 +201,32 @@ def min_cost_matching(
     lim = None if row_limit is None else row_limit[pa]
     stages = _Stages(progress)
 
+    # the pattern transport covers square, unrestricted problems scored by one matching
+    transportable = (n_a == n_b and lim is None and not np.isfinite(delta)
+                     and ties == "matching" and transport.available())
     if solver == "auto":
         fits = 16 * n_a * n_b <= memory_budget
-        solver = "dense" if (max(n_a, n_b) <= dense_max_n and fits and ties == "matching"
-                             and lim is None) else "sparse"
+        if max(n_a, n_b) <= dense_max_n and fits and ties == "matching" and lim is None:
+            solver = "dense"
+        elif transportable and transport.repetitive(pw):
+            solver = "patterns"
+        else:
+            solver = "sparse"
     if lim is not None:
         solver = "graph"
     elif solver == "dense" and ties == "expected":
         solver = "sparse"
+    elif solver == "patterns" and not transportable:
+        raise LinkriskError("solver='patterns' needs files of equal size, no delta or "
+                            "approximation, ties='matching' and POT (pip install pot)")
 
-    if solver == "dense":
+    res = None
+    if solver == "patterns":
+        res = _transport(pw, seed, rtol, memory_budget, stages)
+        solver = "sparse" if res is None else solver  # too large for the budget
+    if res is not None:
+        pass
+    elif solver == "dense":
         res = _dense(pw, delta, stages)
     elif solver == "graph":
         res = _explicit(pw, lim if lim is not None else np.full(n_a, delta), lim is not None,
@@ -261,6 +279,19 @@ def _dense(pw: Pairwise, delta: float, stages: _Stages) -> Matching:
     if not np.isfinite(cost[ri]).all():
         raise _no_matching(pw, delta, False)
     return Matching(link, cost, float(cost[ri].sum()), True, "dense", 0, n_a * n_b)
+
+
+def _transport(pw: Pairwise, seed: int, rtol: float, memory_budget: int, stages: _Stages
+               ) -> Matching | None:
+    cb = stages.stage(0, 1000)
+    out = transport.pattern_matching(pw, seed=seed, rtol=rtol, memory_budget=memory_budget)
+    if out is None:
+        return None
+    if cb:
+        cb(1, 1)
+    link, cost, certified, tol, info = out
+    return Matching(link, cost, float(cost.sum()), certified, "patterns", 0,
+                    int(info["patterns"][0]), link.shape[0] * tol, info)
 
 
 def _no_matching(pw: Pairwise, delta: float, approx: bool, matched: int | None = None
