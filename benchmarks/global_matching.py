@@ -17,6 +17,7 @@ increase over its RSS just before the solve). Usage::
     python benchmarks/global_matching.py --skip-dense-above 5000
     python benchmarks/global_matching.py --sizes 1080,4092
     python benchmarks/global_matching.py --memory-budget 4294967296   # longer k-NN lists
+    python benchmarks/global_matching.py --sizes 1000000 --skip-dense-above 0 --progress
 """
 
 from __future__ import annotations
@@ -49,7 +50,21 @@ def _rss_mb() -> float:
     return float("nan")
 
 
-def _child(method: str, n: int, seed: int, budget: int) -> None:
+def _progress():
+    """A progress callback printing elapsed time, per-mille done and peak RSS to stderr."""
+    t0, last = time.perf_counter(), [-100]
+
+    def cb(done: int, total: int) -> None:
+        if abs(done - last[0]) >= 10 or done == total:  # a repair round goes back
+            last[0] = done
+            peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+            print(f"  {time.perf_counter() - t0:8.1f} s  {done:4d}/{total}  peak {peak:.0f} MB",
+                  file=sys.stderr, flush=True)
+
+    return cb
+
+
+def _child(method: str, n: int, seed: int, budget: int, progress: bool = False) -> None:
     import numpy as np
 
     import linkrisk
@@ -60,7 +75,8 @@ def _child(method: str, n: int, seed: int, budget: int) -> None:
         linkrisk.attack(x.iloc[:300], y.iloc[:300], method="gdbrl", solver="sparse")
         base = _rss_mb()
         t0 = time.perf_counter()
-        r = linkrisk.attack(x, y, method="gdbrl", solver="sparse", memory_budget=budget)
+        r = linkrisk.attack(x, y, method="gdbrl", solver="sparse", memory_budget=budget,
+                            progress=_progress() if progress else None)
         secs = time.perf_counter() - t0
         out = {"total_cost": r.extra["total_cost"], "certified": r.extra["certified"],
                "rate": r.rate, "k": r.extra["k"], "k_list": r.extra.get("k_list"),
@@ -87,17 +103,22 @@ def _child(method: str, n: int, seed: int, budget: int) -> None:
     print(json.dumps(out))
 
 
-def _run(method: str, n: int, seed: int, timeout: float | None, budget: int) -> dict:
+def _run(method: str, n: int, seed: int, timeout: float | None, budget: int,
+         progress: bool = False) -> dict:
     cmd = [sys.executable, __file__, "--child", method, "--n", str(n), "--seed", str(seed),
-           "--memory-budget", str(budget)]
+           "--memory-budget", str(budget)] + (["--progress"] if progress else [])
     try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        # with --progress the child's stderr (its progress lines) goes to the terminal
+        p = subprocess.run(cmd, stdout=subprocess.PIPE,
+                           stderr=None if progress else subprocess.PIPE, text=True,
+                           timeout=timeout)
     except subprocess.TimeoutExpired:
         return {"method": method, "n": n, "error": f"timeout after {timeout:.0f} s"}
     if p.returncode != 0:
         # a killed child (time limit, out of memory) may print nothing
         return {"method": method, "n": n,
-                "error": (p.stderr.strip().splitlines() or [f"exit code {p.returncode}"])[-1]}
+                "error": ((p.stderr or "").strip().splitlines()
+                          or [f"exit code {p.returncode}"])[-1]}
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
@@ -112,11 +133,13 @@ def main() -> None:
     ap.add_argument("--memory-budget", type=int, default=2**30,
                     help="linkrisk's working-memory budget in bytes (default 1 GiB); it "
                          "bounds the k-NN list length of the certificate")
+    ap.add_argument("--progress", action="store_true",
+                    help="print the solver's progress (elapsed s, per-mille, peak MB)")
     ap.add_argument("--child", choices=["ours", "dense"], help=argparse.SUPPRESS)
     ap.add_argument("--n", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        _child(args.child, args.n, args.seed, args.memory_budget)
+        _child(args.child, args.n, args.seed, args.memory_budget, args.progress)
         return
 
     sizes = [int(s) for s in args.sizes.split(",") if s]
@@ -130,7 +153,7 @@ def main() -> None:
     print(head)
     print("-" * len(head), flush=True)
     for n in sizes:
-        ours = _run("ours", n, args.seed, None, args.memory_budget)
+        ours = _run("ours", n, args.seed, None, args.memory_budget, args.progress)
         dense = (_run("dense", n, args.seed, args.dense_timeout, args.memory_budget)
                  if n <= min(args.skip_dense_above, 20000) else None)
         print(_row(n, ours, dense), flush=True)
