@@ -8,7 +8,7 @@ uses each dummy exactly once, so the constant adds the same amount to every matc
 the real records' matching does not depend on it (we solve the equivalent rectangular
 problem: every record of the smaller file gets a distinct partner).
 
-Three solvers, all exact:
+Four solvers, all exact:
 
 ``dense``  the full cost matrix and ``scipy.optimize.linear_sum_assignment`` (small n).
 
@@ -34,7 +34,7 @@ Three solvers, all exact:
               checks exactly, c_ij − v_j ≥ u_i − tol, only the columns that fail it:
               β_j − v_j < u_i − tol (a prefix of the columns sorted by β − v) and
               v_j > α_i − u_i + tol (:func:`~.knn.scan_gated`) — a few % of a full row;
-           4. violating edges (and each scanned row's 8 best) are added to G, the rows'
+           4. violating edges (and each violating row's 8 best) are added to G, the rows'
               u lowered (a warm start: only they are re-augmented) and the check repeated
               until no violation. G without a perfect matching → k doubles.
            A scanned row remembers a lower bound on its c_ij − v_j outside G; warm starts
@@ -43,6 +43,10 @@ Three solvers, all exact:
            screened in float32 (:mod:`.screen32`): the lists are the k smallest float32
            scores, re-scored exactly, with α_i, β_j rigorous bounds from the float32
            error. The certificate stays exact.
+
+``patterns`` square, unrestricted problems whose files repeat their records (categorical
+           data): a transport between the distinct records (:mod:`.transport`), certified
+           by its own duals; ``auto`` picks it when at most half the records are distinct.
 
 ``tol`` = rtol·max|c| over G; ``gap_bound`` = n·tol bounds cost(σ) − optimum.
 
@@ -204,14 +208,14 @@ def min_cost_matching(
     # the pattern transport covers square, unrestricted problems scored by one matching
     transportable = (n_a == n_b and lim is None and not np.isfinite(delta)
                      and ties == "matching" and transport.available())
+    pats = None
     if solver == "auto":
         fits = 16 * n_a * n_b <= memory_budget
         if max(n_a, n_b) <= dense_max_n and fits and ties == "matching" and lim is None:
             solver = "dense"
-        elif transportable and transport.repetitive(pw):
-            solver = "patterns"
         else:
-            solver = "sparse"
+            pats = transport.patterns(pw) if transportable else None
+            solver = "patterns" if pats and transport.repetitive(pats) else "sparse"
     if lim is not None:
         solver = "graph"
     elif solver == "dense" and ties == "expected":
@@ -220,18 +224,14 @@ def min_cost_matching(
         raise LinkriskError("solver='patterns' needs files of equal size, no delta or "
                             "approximation, ties='matching' and POT (pip install pot)")
 
-    res = None
-    if solver == "patterns":
-        res = _transport(pw, seed, rtol, memory_budget, stages)
-        solver = "sparse" if res is None else solver  # too large for the budget
-    if res is not None:
-        pass
-    elif solver == "dense":
+    res = (_transport(pw, pats, seed, rtol, memory_budget, stages) if solver == "patterns"
+           else None)
+    if solver == "dense":
         res = _dense(pw, delta, stages)
     elif solver == "graph":
         res = _explicit(pw, lim if lim is not None else np.full(n_a, delta), lim is not None,
                         ties, rtol, memory_budget, stages)
-    else:
+    elif res is None:  # sparse, or a transport that does not fit the memory budget
         scr = screen_applicable(pw) and (screen is True or (
             screen == "auto" and n_a * n_b >= SCREEN_MIN_PAIRS))
         res = _sparse(pw, delta, k, k_list, ties, rtol, max_rounds, memory_budget, stages,
@@ -281,10 +281,11 @@ def _dense(pw: Pairwise, delta: float, stages: _Stages) -> Matching:
     return Matching(link, cost, float(cost[ri].sum()), True, "dense", 0, n_a * n_b)
 
 
-def _transport(pw: Pairwise, seed: int, rtol: float, memory_budget: int, stages: _Stages
-               ) -> Matching | None:
+def _transport(pw: Pairwise, pats: transport.Patterns | None, seed: int, rtol: float,
+               memory_budget: int, stages: _Stages) -> Matching | None:
     cb = stages.stage(0, 1000)
-    out = transport.pattern_matching(pw, seed=seed, rtol=rtol, memory_budget=memory_budget)
+    out = transport.pattern_matching(pw, pats or transport.patterns(pw), seed=seed, rtol=rtol,
+                                     memory_budget=memory_budget)
     if out is None:
         return None
     if cb:
@@ -433,13 +434,14 @@ def _sparse(pw0: Pairwise, delta: float, k: int, k_list: int, ties: str, rtol: f
     # a row is rescanned only when its u_i has grown past it
     known = np.full(n_r, -np.inf)
     t_cert = 0.0
-    restarts = flat = 0
+    restarts = 0
+    fresh = True  # the duals come from a cold start: flatten them, forget old bounds
     while True:
         t0 = time.perf_counter()
         if not sa.solve(stages.stage(600, 800)):
             raise _no_matching(pw, delta, False)
-        if not sa.square or rounds == 0 or restarts > flat:
-            flat = restarts
+        if fresh or not sa.square:
+            fresh = False
             # flatten the first optimal duals (see SparseAssignment.flatten); later rounds
             # are warm starts, which only lower v, so that the bounds in `known` stay valid
             sa.flatten()
@@ -467,6 +469,7 @@ def _sparse(pw0: Pairwise, delta: float, k: int, k_list: int, ties: str, rtol: f
             # start); a fresh start also needs fresh bounds
             sa.restart()
             restarts += 1
+            fresh = True
     info.update(rounds=rounds, restarts=restarts, repaired_edges=repaired, scanned_rows=scanned,
                 pruned_edges=pruned, seconds_solve=round(t_solve, 3),
                 seconds_certify=round(t_cert, 3))
@@ -509,13 +512,14 @@ class _Lists:
         ok = (rows >= 0) & (cols >= 0) & (cost <= self.delta)
         return rows[ok], cols[ok], cost[ok]
 
-    def violations(self, u: np.ndarray, v: np.ndarray, tol: float
-                   ) -> tuple[np.ndarray, np.ndarray]:
-        """(rows, cols) of the list entries within Δ with c − u_i − v_j < −tol."""
+    def below(self, u: np.ndarray, v: np.ndarray, thr: float
+              ) -> tuple[np.ndarray, np.ndarray]:
+        """(rows, cols) of the list entries within Δ with reduced cost c − u_i − v_j < thr
+        (both directions, on the lists' 2-D arrays)."""
         fbad = (self.fi >= 0) & (self.fc <= self.delta)
-        fbad &= self.fc - u[:, None] - v[np.maximum(self.fi, 0)] < -tol
+        fbad &= self.fc - u[:, None] - v[np.maximum(self.fi, 0)] < thr
         bbad = (self.bi >= 0) & (self.bc <= self.delta)
-        bbad &= self.bc - v[:, None] - u[np.maximum(self.bi, 0)] < -tol
+        bbad &= self.bc - v[:, None] - u[np.maximum(self.bi, 0)] < thr
         fr, fq = np.nonzero(fbad)
         bc, bq = np.nonzero(bbad)
         return (np.concatenate([fr, self.bi[bc, bq]]),
@@ -569,11 +573,11 @@ def _prefix_bound(idx: np.ndarray, cost: np.ndarray, k: int, full: np.ndarray,
     return np.where(b > delta, np.inf, b)
 
 
-def _suspects(alpha, beta, u, v, tol) -> tuple[np.ndarray, np.ndarray]:
-    """Rows / columns that may hold a pair (i, j) outside the lists with
+def _suspects(alpha, beta, u, v, tol) -> np.ndarray:
+    """Rows that may hold a pair (i, j) outside the lists with
     max(α_i, β_j) < u_i + v_j − tol (a possible violation of c̄_ij ≥ −tol). A pair is a
     suspect iff v_j > α_i − u_i + tol and β_j − v_j < u_i − tol: a 2-D dominance query,
-    answered by sorting one side and a suffix minimum."""
+    answered by sorting the columns by v and a suffix minimum."""
     with np.errstate(invalid="ignore"):
         o = np.argsort(v, kind="stable")
         suf = np.minimum.accumulate((beta - v)[o][::-1])[::-1]
@@ -581,13 +585,7 @@ def _suspects(alpha, beta, u, v, tol) -> tuple[np.ndarray, np.ndarray]:
         has = pos < v.shape[0]
         rows = np.zeros(u.shape[0], bool)
         rows[has] = suf[pos[has]] < (u - tol)[has]
-        o = np.argsort(u, kind="stable")
-        suf = np.minimum.accumulate((alpha - u)[o][::-1])[::-1]
-        pos = np.searchsorted(u[o], beta - v + tol, side="right")
-        has = pos < u.shape[0]
-        cols = np.zeros(v.shape[0], bool)
-        cols[has] = suf[pos[has]] < (v - tol)[has]
-    return np.flatnonzero(rows), np.flatnonzero(cols)
+    return np.flatnonzero(rows)
 
 
 def _certify(pw: Pairwise, sa: SparseAssignment, lists: _Lists, known: np.ndarray,
@@ -597,13 +595,13 @@ def _certify(pw: Pairwise, sa: SparseAssignment, lists: _Lists, known: np.ndarra
     costs) to add, or None when certified; number of rows scanned)."""
     u, v = sa.u, sa.v
     # 1. list entries left out of the graph: their costs are known
-    r, c = lists.violations(u, v, tol)
+    r, c = lists.below(u, v, -tol)
     vr, vc = [r], [c]
     violated = bool(r.size)
     # 2. pairs outside the lists: only the suspects (max(α_i, β_j) < u_i + v_j − tol) can
     # violate; each suspect row scans exactly the columns with β_j − v_j < u_i − tol and
     # v_j > α_i − u_i + tol
-    rows, _ = _suspects(lists.alpha, lists.beta, u, v, tol)
+    rows = _suspects(lists.alpha, lists.beta, u, v, tol)
     rows = rows[known[rows] < u[rows] - tol]
     if rows.size:
         # scanning to a margin above u_i − tol leaves a bound that survives small rises
@@ -635,10 +633,9 @@ def _tight_outside(pw: Pairwise, sa: SparseAssignment, lists: _Lists, delta: flo
     their known costs, the rest by the bound with the tolerance's sign flipped and an exact
     scan of the suspect rows."""
     u, v = sa.u, sa.v
-    r, c, w = lists.edges(0, lists.K)
-    near = w - u[r] - v[c] <= tol
-    out_r, out_c = [r[near]], [c[near]]
-    rows, _ = _suspects(lists.alpha, lists.beta, u, v, -tol)
+    r, c = lists.below(u, v, np.nextafter(tol, np.inf))  # c̄ ≤ tol
+    out_r, out_c = [r], [c]
+    rows = _suspects(lists.alpha, lists.beta, u, v, -tol)
     if rows.size:
         # c_ij − v_j ≤ u_i + tol, among the columns with β_j − v_j ≤ u_i + tol and
         # v_j ≥ α_i − u_i − tol (the gated scan's tests are strict)

@@ -58,17 +58,29 @@ def available() -> bool:
     return True
 
 
-def _patterns(z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(distinct rows, first record of each, pattern of each record, multiplicities)."""
+#: one file's distinct records: (distinct rows, first record of each, pattern of each
+#: record, multiplicities)
+Side = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+#: both files' (x, y)
+Patterns = tuple[Side, Side]
+
+
+def _side(z: np.ndarray) -> Side:
     u, first, inv, cnt = np.unique(z, axis=0, return_index=True, return_inverse=True,
                                    return_counts=True)
     return u, first, inv.ravel(), cnt
 
 
-def repetitive(pw: Pairwise) -> bool:
+def patterns(pw: Pairwise) -> Patterns:
+    """The distinct records of both files, computed once for :func:`repetitive` and
+    :func:`pattern_matching`."""
+    return _side(pw.x), _side(pw.y)
+
+
+def repetitive(pats: Patterns) -> bool:
     """Whether both files repeat their records enough for the pattern solver to pay."""
-    n = pw.x.shape[0] + pw.y.shape[0]
-    d = np.unique(pw.x, axis=0).shape[0] + np.unique(pw.y, axis=0).shape[0]
+    n = pats[0][2].shape[0] + pats[1][2].shape[0]
+    d = pats[0][0].shape[0] + pats[1][0].shape[0]
     return d <= MAX_DISTINCT_FRACTION * n
 
 
@@ -140,17 +152,17 @@ def _split(ia: np.ndarray, ib: np.ndarray, p: np.ndarray, q: np.ndarray, f: np.n
     return link
 
 
-def pattern_matching(pw: Pairwise, *, seed: int, rtol: float, memory_budget: int
+def pattern_matching(pw: Pairwise, pats: Patterns, *, seed: int, rtol: float,
+                     memory_budget: int
                      ) -> tuple[np.ndarray, np.ndarray, bool, float, dict[str, Any]] | None:
-    """Minimum-cost perfect matching of equally many rows of ``pw.x`` and ``pw.y`` through
-    the pattern transport. Returns (link, cost per row, certified, tol, info), or None when
+    """Minimum-cost perfect matching of equally many rows of ``pw.x`` and ``pw.y`` (whose
+    distinct records are ``pats``, see :func:`patterns`) through the pattern transport. Returns (link, cost per row, certified, tol, info), or None when
     the transport does not fit ``memory_budget`` (the caller then solves per record)."""
     n = pw.x.shape[0]
     if pw.y.shape[0] != n:
         raise ValueError("pattern_matching needs files of equal size")
     t0 = time.perf_counter()
-    pa, fa, ia, sa = _patterns(pw.x)
-    pb, fb, ib, sb = _patterns(pw.y)
+    (pa, fa, ia, sa), (pb, fb, ib, sb) = pats
     pat = _sub(pw, fa, fb)
     # 1. common mass: patterns present in both files stay where they are
     _, inv = np.unique(np.concatenate([pa, pb]), axis=0, return_inverse=True)
