@@ -34,6 +34,8 @@ import time
 import numpy as np
 
 ATTACKS = ["dbrl", "mahalanobis", "rbrl_sum", "rbrl_max", "dbrl_hamming"]
+#: attacks whose links are re-checked by brute force on a sample at the largest n
+CHECKED = ("dbrl", "rbrl_sum", "rbrl_max", "dbrl_hamming")
 
 
 def _data(n: int, seed: int, categorical: bool):
@@ -95,29 +97,51 @@ def _child(what: str, n: int, seed: int, check: int) -> dict:
         out["seconds"] = time.perf_counter() - t0
         out["rate"] = r.rate
         if check:
-            out["check"] = _brute_check(x, y, r, check, seed)
+            out["check"] = _brute_check(what, x, y, r, check, seed)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     out.update(peak_mb=peak, delta_mb=peak - base)
     return out
 
 
-def _brute_check(x, y, res, k: int, seed: int) -> dict:
-    """dbrl by definition on a sample: float64 squared distances (GEMM identity to find the
-    near-minimal records, then Σ(a−b)² of those directly), tie set within 1e-9."""
+def _brute_check(what, x, y, res, k: int, seed: int) -> dict:
+    """The attack by definition on a random sample of attacker records, in float64 numpy:
+    dbrl — squared distances (GEMM identity to find the near-minimal records, then Σ(a−b)²
+    of those directly); rbrl_sum/max — Σ/max of |average-rank differences|; dbrl_hamming —
+    number of differing categories. Tie set within 1e-9; checked: |C(a)|, the link ∈ C(a)
+    and whether the true image is in C(a). Rank and Hamming rows cost a full pass each:
+    their sample is capped at 1,000."""
+    from scipy.stats import rankdata
+
     from linkrisk.engine import standardize
 
-    a, b = standardize(x.to_numpy()), standardize(y.to_numpy())
-    rows = np.random.default_rng(seed).choice(a.shape[0], size=min(k, a.shape[0]), replace=False)
-    nb = np.einsum("ij,ij->i", b, b)
+    if what != "dbrl":
+        k = min(k, 1000)
+    rows = np.random.default_rng(seed).choice(x.shape[0], size=min(k, x.shape[0]),
+                                              replace=False)
     per = res.per_record
+    if what == "dbrl":
+        a, b = standardize(x.to_numpy()), standardize(y.to_numpy())
+        nb = np.einsum("ij,ij->i", b, b)
+    elif what == "dbrl_hamming":
+        a = np.column_stack([x[c].cat.codes for c in x.columns])
+        b = np.column_stack([y[c].cat.codes for c in y.columns])
+    else:
+        a = rankdata(x.to_numpy(), method="average", axis=0)
+        b = rankdata(y.to_numpy(), method="average", axis=0)
     bad = 0
     for r0 in range(0, rows.size, 64):
         idx = rows[r0:r0 + 64]
-        g = nb[None, :] - 2.0 * (a[idx] @ b.T)
+        if what == "dbrl":
+            g = nb[None, :] - 2.0 * (a[idx] @ b.T)
         for t, i in enumerate(idx):
-            lo = g[t].min()
-            near = np.flatnonzero(g[t] <= lo + 1e-6 * (abs(lo) + nb.max()))
-            d = ((a[i] - b[near]) ** 2).sum(1)
+            if what == "dbrl":
+                lo = g[t].min()
+                near = np.flatnonzero(g[t] <= lo + 1e-6 * (abs(lo) + nb.max()))
+                d = ((a[i] - b[near]) ** 2).sum(1)
+            else:
+                near = np.arange(b.shape[0])
+                diff = np.abs(a[i] - b) if what != "dbrl_hamming" else (a[i] != b)
+                d = diff.max(1) if what == "rbrl_max" else diff.sum(1)
             mn = d.min()
             tied = near[d <= mn + 1e-9 * abs(mn)]
             ok = (per["candidates"].iat[i] == tied.size and per["link"].iat[i] in set(tied)
@@ -197,7 +221,7 @@ def main() -> None:
     print("-" * len(head), flush=True)
     for n in sizes:
         for what in ["faiss", *(["sklearn"] if n <= args.sklearn_max else []), *attacks]:
-            r = case(what, n, args.check if (what == "dbrl" and n == max(sizes)) else 0)
+            r = case(what, n, args.check if (what in CHECKED and n == max(sizes)) else 0)
             print(_line(r, peak), flush=True)
 
     print("\nScaling exponents (t ∝ n^b, measured sizes only) and ratios in this run:")

@@ -116,6 +116,43 @@ def _mix(seed, i):
     return z ^ (z >> np.uint64(31))
 
 
+@nb.njit(inline="always")
+def _new_minimum(buf_i, buf_s, nbuf, over, r, old, thr):
+    """Row r has a new minimum (was ``old``), tie threshold ``thr``: drop the buffered
+    candidates above it; records lost to an overflow scored ≥ old: gone if old > thr."""
+    q = 0
+    for p in range(nbuf[r]):
+        if buf_s[r, p] <= thr:
+            buf_i[r, q] = buf_i[r, p]
+            buf_s[r, q] = buf_s[r, p]
+            q += 1
+    nbuf[r] = q
+    if over[r] and old > thr:
+        over[r] = False
+
+
+@nb.njit(inline="always")
+def _buffer(buf_i, buf_s, nbuf, over, r, j, s):
+    """Keep candidate j (score s) of row r, or flag the row's overflow when its buffer is
+    full."""
+    if nbuf[r] < buf_i.shape[1]:
+        buf_i[r, nbuf[r]] = j
+        buf_s[r, nbuf[r]] = s
+        nbuf[r] += 1
+    else:
+        over[r] = True
+
+
+@nb.njit(inline="always")
+def _pick(buf_i, nbuf, r, seed, rid_i):
+    """A candidate of row r drawn with the record's own generator (−1: none); the buffer
+    is in B order, so the pick does not depend on tiling."""
+    cnt = nbuf[r]
+    if cnt == 0:
+        return -1
+    return buf_i[r, np.int64(_mix(seed, rid_i) % np.uint64(cnt))]
+
+
 @nb.njit(parallel=True, cache=True)
 def nearest_block(a_blk, rid, bt, metric, degree, kaa, kbb, tflat, toff, tsize, truth, rtol, cap,
                   seed, tile, chunk, out_min, out_count, out_true_score, out_link, out_overflow):
@@ -158,37 +195,16 @@ def nearest_block(a_blk, rid, bt, metric, degree, kaa, kbb, tflat, toff, tsize, 
                             old = cur
                             cur = s
                             thr = cur + rtol * abs(cur)
-                            # drop buffered candidates no longer tied with the new minimum
-                            q = 0
-                            for p in range(nbuf[r]):
-                                if buf_s[r, p] <= thr:
-                                    buf_i[r, q] = buf_i[r, p]
-                                    buf_s[r, q] = buf_s[r, p]
-                                    q += 1
-                            nbuf[r] = q
-                            # records lost to an overflow scored >= old: gone if old > thr
-                            if over[r] and old > thr:
-                                over[r] = False
-                        if nbuf[r] < cap:
-                            buf_i[r, nbuf[r]] = t0 + k
-                            buf_s[r, nbuf[r]] = s
-                            nbuf[r] += 1
-                        else:
-                            over[r] = True
+                            _new_minimum(buf_i, buf_s, nbuf, over, r, old, thr)
+                        _buffer(buf_i, buf_s, nbuf, over, r, t0 + k, s)
                 best[r] = cur
         for r in range(nr):
             i = lo + r
             out_min[i] = best[r]
             out_true_score[i] = tscore[r]
             out_overflow[i] = over[r]
-            cnt = nbuf[r]
-            out_count[i] = cnt
-            if cnt > 0:
-                pick = _mix(seed, rid[i]) % np.uint64(cnt)
-                # buffer order is B order, so the pick does not depend on tiling
-                out_link[i] = buf_i[r, np.int64(pick)]
-            else:
-                out_link[i] = -1
+            out_count[i] = nbuf[r]
+            out_link[i] = _pick(buf_i, nbuf, r, seed, rid[i])
 
 
 @nb.njit(parallel=True, cache=True)

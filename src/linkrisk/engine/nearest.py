@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import LinkriskError
+from .intkernels import integer_form, nearest_block_int
 from .kernels import METRIC_CODES, Tables, nearest_block, pair_scores, recount_rows
 
 #: default working-memory budget of the engine, bytes
@@ -135,8 +136,10 @@ class Kernel:
 
 def exact_sets(a: np.ndarray, b: np.ndarray, kern: Kernel, truth: np.ndarray, rid: np.ndarray,
                *, rtol: float, seed: int, cap: int, memory_budget: int,
-               progress: Progress | None) -> NearestSets:
-    """The fused exact kernel over all of B for every row of ``a`` (blocked for progress)."""
+               progress: Progress | None, integer: bool = True) -> NearestSets:
+    """The fused exact kernel over all of B for every row of ``a`` (blocked for progress).
+    Whole-number scores (rank distances, Hamming) go through the int32 kernel of
+    :mod:`.intkernels` unless ``integer`` is False; the results are identical."""
     n_a, m = a.shape
     bt = np.ascontiguousarray(b.T)
     rows, tile = plan_blocks(n_a, b.shape[0], m, memory_budget, cap)
@@ -146,12 +149,19 @@ def exact_sets(a: np.ndarray, b: np.ndarray, kern: Kernel, truth: np.ndarray, ri
     out_ts = np.empty(n_a)
     out_link = np.empty(n_a, np.int64)
     out_over = np.empty(n_a, np.bool_)
+    form = integer_form(a, b, kern.code, kern.tables) if integer else None
     for r0 in range(0, n_a, rows):
         r1 = min(r0 + rows, n_a)
-        nearest_block(a[r0:r1], rid[r0:r1], bt, kern.code, kern.degree, kern.kaa[r0:r1],
-                      kern.kbb, *kern.tabs, truth[r0:r1], rtol, cap, seed, tile, chunk,
-                      out_min[r0:r1], out_count[r0:r1], out_ts[r0:r1], out_link[r0:r1],
-                      out_over[r0:r1])
+        outs = (out_min[r0:r1], out_count[r0:r1], out_ts[r0:r1], out_link[r0:r1],
+                out_over[r0:r1])
+        if form is not None:
+            ai, bti, icode, scale = form
+            nearest_block_int(ai[r0:r1], rid[r0:r1], bti, icode, scale, truth[r0:r1], rtol,
+                              cap, seed, tile, chunk, *outs)
+        else:
+            nearest_block(a[r0:r1], rid[r0:r1], bt, kern.code, kern.degree, kern.kaa[r0:r1],
+                          kern.kbb, *kern.tabs, truth[r0:r1], rtol, cap, seed, tile, chunk,
+                          *outs)
         if progress is not None:
             progress(r1, n_a)
     thr = out_min + rtol * np.abs(out_min)
