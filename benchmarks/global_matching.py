@@ -84,6 +84,9 @@ def _child(method: str, n: int, seed: int, budget: int, progress: bool = False) 
                "scanned": r.extra.get("scanned_rows"), "n_edges": r.extra["n_edges"],
                "t_knn": r.extra.get("seconds_knn"), "t_solve": r.extra.get("seconds_solve"),
                "t_cert": r.extra.get("seconds_certify")}
+        if progress:
+            print("rounds (cumulative s solve, s certify, rows scanned, edges added, rows "
+                  f"freed): {r.extra.get('round_log')}", file=sys.stderr, flush=True)
     else:
         from scipy.optimize import linear_sum_assignment
         from scipy.spatial.distance import cdist

@@ -99,6 +99,25 @@ def test_certificate_repairs_a_too_thin_graph(n, screen):
     assert r.total_cost == pytest.approx(_dense_opt(cdist(a, b)), rel=1e-9)
 
 
+@pytest.mark.parametrize("rise_eps,risen_max", [(0.0, 1.0), (1e9, 1.0), (0.01, 0.05)])
+def test_bounds_carried_over_fresh_starts(monkeypatch, rise_eps, risen_max):
+    # every repair round restarts the solver; the row bounds survive the new duals through
+    # column scans of the columns whose v rose (rise_eps = 0: all of them) and a uniform
+    # drop of the others (rise_eps = 1e9: no column scans at all)
+    from linkrisk.engine import matching
+
+    monkeypatch.setattr(matching, "RESTART_FREE", 0.0)
+    monkeypatch.setattr(matching, "RISE_EPS", rise_eps)
+    monkeypatch.setattr(matching, "RISEN_MAX", risen_max)
+    rng = np.random.default_rng(11)
+    for n in (900, 1600):
+        a = rng.standard_normal((n, 2))
+        b = a + 0.8 * rng.standard_normal(a.shape)
+        r = min_cost_matching(a, b, root=True, solver="sparse", k=1, k_list=2)
+        assert r.certified and r.info["restarts"] > 0
+        assert r.total_cost == pytest.approx(_dense_opt(cdist(a, b)), rel=1e-9)
+
+
 @pytest.mark.parametrize("seed", range(40))
 def test_rectangular_ties_expected_equals_enumeration(seed):
     rng = np.random.default_rng(seed)

@@ -255,3 +255,42 @@ def test_allowed_edges_equal_enumeration(seed):
     got = np.zeros_like(adj)
     got[np.repeat(np.arange(n), np.diff(ip))[ok], ix[ok]] = True
     assert np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_merge_csr_equals_sorting_the_union(seed):
+    from linkrisk.engine.assignment import merge_csr
+
+    rng = np.random.default_rng(seed)
+    n, n_c = 50, 40
+    r1, c1 = rng.integers(0, n, 300), rng.integers(0, n_c, 300)
+    r2, c2 = rng.integers(0, n, 120), rng.integers(0, n_c, 120)
+    cost = rng.random((n, n_c))
+    got = merge_csr(*to_csr(r1, c1, cost[r1, c1], n), *to_csr(r2, c2, cost[r2, c2], n))
+    r, c = np.concatenate([r1, r2]), np.concatenate([c1, c2])
+    want = to_csr(r, c, cost[r, c], n)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g, w)
+
+
+def test_list_graph_is_the_union_of_both_lists_within_delta():
+    # the candidate graph built row by row equals sorting all list edges at once
+    from linkrisk.engine.assignment import merge_csr
+    from linkrisk.engine.matching import _cols_csr, _rows_csr
+
+    rng = np.random.default_rng(3)
+    n_r, n_c, k = 60, 70, 5
+    fi = np.stack([rng.choice(n_c, k, replace=False) for _ in range(n_r)])
+    bi = np.stack([rng.choice(n_r, k, replace=False) for _ in range(n_c)])
+    fi[0, 3:] = -1  # short lists
+    cost = rng.random((n_r, n_c))
+    fc = np.where(fi >= 0, cost[np.arange(n_r)[:, None], np.maximum(fi, 0)], np.inf)
+    bc = cost[bi, np.arange(n_c)[:, None]]
+    delta = 0.8
+    got = merge_csr(*_rows_csr(fi, fc, delta), *_cols_csr(bi, bc, delta, n_r))
+    rows = np.concatenate([np.repeat(np.arange(n_r), k), bi.ravel()])
+    cols = np.concatenate([fi.ravel(), np.repeat(np.arange(n_c), k)])
+    ok = (cols >= 0) & (cost[rows, np.maximum(cols, 0)] <= delta)
+    want = to_csr(rows[ok], cols[ok], cost[rows[ok], cols[ok]], n_r)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g, w)

@@ -38,7 +38,13 @@ Four solvers, all exact:
               u lowered (a warm start: only they are re-augmented) and the check repeated
               until no violation. G without a perfect matching → k doubles.
            A scanned row remembers a lower bound on its c_ij − v_j outside G; warm starts
-           only lower v, so it is rescanned only when its u_i grows past that bound.
+           only lower v, so it is rescanned only when its u_i grows past that bound. A
+           round that frees many rows restarts the solver instead (shortest augmenting
+           paths from many freed rows cost more than a fresh auction start); the new
+           flattened duals differ little from the old ones, so the bounds are carried
+           over: the few columns whose v rose by more than 1 % of mean |u| are checked
+           by exact column scans in every later round, and all bounds drop by the
+           largest rise of the other columns.
            For the Euclidean cost at large n the one full pass (the lists of step 1) is
            screened in float32 (:mod:`.screen32`): the lists are the k smallest float32
            scores, re-scored exactly, with α_i, β_j rigorous bounds from the float32
@@ -70,7 +76,13 @@ from scipy.optimize import linear_sum_assignment
 
 from ..errors import LinkriskError
 from . import transport
-from .assignment import SparseAssignment, allowed_edges, has_full_matching, to_csr
+from .assignment import (
+    SparseAssignment,
+    allowed_edges,
+    has_full_matching,
+    merge_csr,
+    to_csr,
+)
 from .kernels import Tables
 from .knn import Pairwise, Progress, dense_costs, knn, pair_costs, scan_gated, within_graph
 from .nearest import DEFAULT_MEMORY_BUDGET
@@ -87,8 +99,13 @@ DEFAULT_K_LIST = 64
 #: shortest list length the memory budget may impose
 MIN_K = 8
 #: after a repair round, solve afresh (auction start) rather than warm when more than this
-#: fraction of the rows was freed
-RESTART_FREE = 0.002
+#: fraction of the rows was freed (4·10⁵: ~800 freed rows took 68 s warm, 20 s afresh)
+RESTART_FREE = 0.0005
+#: after a fresh start, the columns whose v rose by more than this fraction of mean |u|
+#: are checked by column scans; the row bounds absorb smaller rises
+RISE_EPS = 0.01
+#: ... unless more than this fraction of the columns rose: then every row is rescanned
+RISEN_MAX = 0.05
 #: relative tolerance of the certificate (and of ties)
 RTOL = 1e-9
 #: edges kept per row by a certificate scan
@@ -429,11 +446,19 @@ def _sparse(pw0: Pairwise, delta: float, k: int, k_list: int, ties: str, rtol: f
     tol = rtol * _scale(sa.cost)
     rounds = repaired = scanned = 0
     certified = False
-    # known[i]: a lower bound on min_j (c_ij − v_j) over the columns outside the graph, from
-    # an earlier exact scan; it stays valid while v only decreases (square warm starts), so
-    # a row is rescanned only when its u_i has grown past it
+    # known[i]: a lower bound on min_j (c_ij − v_j) over the columns outside the graph and
+    # outside `risen`, from an earlier exact scan; it stays valid while v only decreases
+    # (square warm starts), so a row is rescanned only when its u_i has grown past it.
+    # After a fresh start the columns whose v rose by more than a small ε join `risen`
+    # (checked by exact column scans in every later certificate) and every bound drops by
+    # the largest rise left: the duals of two flattened optimal solutions barely differ
+    # (2·10⁵: 2 % of the columns rise by more than 1 % of mean |u|), so most bounds survive
     known = np.full(n_r, -np.inf)
+    risen = np.zeros(n_c, bool)
+    v_ref = None
     t_cert = 0.0
+    # per round: cumulative s solving and certifying, rows scanned, edges added, rows freed
+    log: list[tuple] = []
     restarts = 0
     fresh = True  # the duals come from a cold start: flatten them, forget old bounds
     while True:
@@ -445,7 +470,11 @@ def _sparse(pw0: Pairwise, delta: float, k: int, k_list: int, ties: str, rtol: f
             # flatten the first optimal duals (see SparseAssignment.flatten); later rounds
             # are warm starts, which only lower v, so that the bounds in `known` stay valid
             sa.flatten()
-            known[:] = -np.inf
+            if v_ref is None or not sa.square:
+                known[:] = -np.inf
+            else:
+                _transfer_bounds(known, risen, sa.v - v_ref, np.abs(sa.u).mean())
+            v_ref = None
         sa.polish()
         t_solve += time.perf_counter() - t0
         rounds += 1
@@ -453,9 +482,11 @@ def _sparse(pw0: Pairwise, delta: float, k: int, k_list: int, ties: str, rtol: f
             certified = bool(sa.reduced_costs().min(initial=0.0) >= -tol)
             break
         t0 = time.perf_counter()
-        viol, n_scan = _certify(pw, sa, lists, known, delta, tol, stages)
+        viol, n_scan = _certify(pw, sa, lists, known, risen, delta, tol, stages)
         t_cert += time.perf_counter() - t0
         scanned += n_scan
+        log.append((round(t_solve, 1), round(t_cert, 1), n_scan,
+                    0 if viol is None else int(viol[0].shape[0])))
         if viol is None:
             certified = _rect_ok(sa) and bool(sa.reduced_costs().min(initial=0.0) >= -tol)
             break
@@ -463,15 +494,18 @@ def _sparse(pw0: Pairwise, delta: float, k: int, k_list: int, ties: str, rtol: f
             break
         repaired += viol[0].shape[0]
         sa.add_edges(*viol)
-        if sa.started and (sa.col4row < 0).sum() > RESTART_FREE * n_r:
+        freed = int((sa.col4row < 0).sum()) if sa.started else n_r
+        log[-1] += (freed,)
+        if sa.started and freed > RESTART_FREE * n_r:
             # many rows freed: their shortest augmenting paths reach far through the
             # flattened duals (measured 2·10⁵: 27 s warm against 5 s for a fresh auction
             # start); a fresh start also needs fresh bounds
+            v_ref = sa.v.copy()  # the v of the last certificate (add_edges lowers u only)
             sa.restart()
             restarts += 1
             fresh = True
     info.update(rounds=rounds, restarts=restarts, repaired_edges=repaired, scanned_rows=scanned,
-                pruned_edges=pruned, seconds_solve=round(t_solve, 3),
+                pruned_edges=pruned, round_log=log, seconds_solve=round(t_solve, 3),
                 seconds_certify=round(t_cert, 3))
     info["seconds_knn"] = round(info["seconds_knn"], 3)
     link, cst = _result(sa, flip, n_a, n_b)
@@ -503,15 +537,6 @@ class _Lists:
             self.alpha = _bound(self.fi, self.fc, delta)
             self.beta = _bound(self.bi, self.bc, delta)
 
-    def edges(self, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(rows, cols, costs) of list entries lo..hi−1 of both directions, within Δ."""
-        fi, bi = self.fi[:, lo:hi], self.bi[:, lo:hi]
-        rows = np.concatenate([np.repeat(np.arange(fi.shape[0]), fi.shape[1]), bi.ravel()])
-        cols = np.concatenate([fi.ravel(), np.repeat(np.arange(bi.shape[0]), bi.shape[1])])
-        cost = np.concatenate([self.fc[:, lo:hi].ravel(), self.bc[:, lo:hi].ravel()])
-        ok = (rows >= 0) & (cols >= 0) & (cost <= self.delta)
-        return rows[ok], cols[ok], cost[ok]
-
     def below(self, u: np.ndarray, v: np.ndarray, thr: float
               ) -> tuple[np.ndarray, np.ndarray]:
         """(rows, cols) of the list entries within Δ with reduced cost c − u_i − v_j < thr
@@ -528,7 +553,9 @@ class _Lists:
     def graph(self, k: int):
         """CSR union graph of the first k entries, and whether it holds every allowed pair
         (then it is the whole problem)."""
-        g = to_csr(*self.edges(0, k), self.fi.shape[0])
+        g = merge_csr(*_rows_csr(self.fi[:, :k], self.fc[:, :k], self.delta),
+                      *_cols_csr(self.bi[:, :k], self.bc[:, :k], self.delta,
+                                 self.fi.shape[0]))
         if k >= self.K:
             a, b = self.alpha, self.beta
         elif self.screened:
@@ -539,6 +566,42 @@ class _Lists:
             a = _bound(self.fi[:, :k], self.fc[:, :k], self.delta)
             b = _bound(self.bi[:, :k], self.bc[:, :k], self.delta)
         return g, bool(np.isinf(a).all() or np.isinf(b).all())
+
+
+def _rows_csr(idx: np.ndarray, cost: np.ndarray, delta: float
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """CSR of the forward lists (row i → idx[i]), entries within Δ, columns sorted."""
+    ok = (idx >= 0) & (cost <= delta)
+    ptr = np.zeros(idx.shape[0] + 1, np.int64)
+    np.cumsum(ok.sum(axis=1), out=ptr[1:])
+    key = np.where(ok, idx, np.iinfo(np.int64).max)
+    order = np.argsort(key, axis=1, kind="stable")
+    ok_s = np.take_along_axis(ok, order, 1)
+    return (ptr, np.take_along_axis(idx, order, 1)[ok_s],
+            np.take_along_axis(cost, order, 1)[ok_s])
+
+
+def _cols_csr(idx: np.ndarray, cost: np.ndarray, delta: float, n_rows: int
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """CSR over rows of the backward lists (column j → rows idx[j]), entries within Δ: a
+    counting sort by row, columns ascending within each row since j is visited in order."""
+    ok = (idx >= 0) & (cost <= delta)
+    ptr = np.zeros(n_rows + 1, np.int64)
+    np.cumsum(np.bincount(idx[ok], minlength=n_rows), out=ptr[1:])
+    cols, costs = np.empty(ptr[-1], np.int64), np.empty(ptr[-1])
+    _fill_transposed(idx, cost, ok, ptr.copy(), cols, costs)
+    return ptr, cols, costs
+
+
+@nb.njit(cache=True)
+def _fill_transposed(idx, cost, ok, nxt, cols, costs):
+    for j in range(idx.shape[0]):
+        for q in range(idx.shape[1]):
+            if ok[j, q]:
+                i = idx[j, q]
+                cols[nxt[i]] = j
+                costs[nxt[i]] = cost[j, q]
+                nxt[i] += 1
 
 
 def _root(score: np.ndarray, root: bool) -> np.ndarray:
@@ -588,11 +651,26 @@ def _suspects(alpha, beta, u, v, tol) -> np.ndarray:
     return np.flatnonzero(rows)
 
 
+def _transfer_bounds(known: np.ndarray, risen: np.ndarray, rise: np.ndarray,
+                     scale: float) -> None:
+    """Carry the row bounds ``known`` (lower bounds of c_ij − v_j outside the graph and
+    outside ``risen``) over a change of v by ``rise``: columns that rose by more than
+    RISE_EPS·scale join ``risen``; the bounds drop by the largest rise of the others. When
+    ``risen`` grows past RISEN_MAX of the columns, the bounds are dropped instead."""
+    risen |= rise > RISE_EPS * scale
+    if risen.sum() > RISEN_MAX * risen.shape[0]:
+        known[:] = -np.inf
+        risen[:] = False
+        return
+    known -= max(float(rise[~risen].max(initial=0.0)), 0.0)
+
+
 def _certify(pw: Pairwise, sa: SparseAssignment, lists: _Lists, known: np.ndarray,
-             delta: float, tol: float, stages: _Stages
+             risen: np.ndarray, delta: float, tol: float, stages: _Stages
              ) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray] | None, int]:
     """Check c̄_ij ≥ −tol for every allowed pair. Returns (violating edges (rows, cols,
-    costs) to add, or None when certified; number of rows scanned)."""
+    costs) to add, or None when certified; number of rows scanned). Pairs in ``risen``
+    columns are checked by column scans (the row bounds ``known`` do not cover them)."""
     u, v = sa.u, sa.v
     # 1. list entries left out of the graph: their costs are known
     r, c = lists.below(u, v, -tol)
@@ -619,6 +697,19 @@ def _certify(pw: Pairwise, sa: SparseAssignment, lists: _Lists, known: np.ndarra
             vc.append(scan.idx[bad][hit])
             # the row's other columns: at least its (CAP+1)-th value, or θ_i
             known[rows[bad]] = nxt[bad]
+    cols = np.flatnonzero(risen)
+    if cols.size:
+        # the same test from the column side: c_ij − u_i < v_j − tol among the rows with
+        # α_i − u_i < v_j − tol and u_i > β_j − v_j + tol
+        theta = v[cols] - tol
+        scan, _ = scan_gated(pw.swapped(), cols, u, lists.alpha - u, theta,
+                             lists.beta[cols] - theta, cmax=delta, cap=SCAN_CAP)
+        bad = scan.min < theta
+        if bad.any():
+            violated = True
+            hit = scan.idx[bad] >= 0
+            vr.append(scan.idx[bad][hit])
+            vc.append(np.repeat(scan.rows[bad], SCAN_CAP)[hit.ravel()])
     if not violated:
         return None, rows.size
     r, c = np.concatenate(vr), np.concatenate(vc)
