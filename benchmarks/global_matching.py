@@ -85,8 +85,9 @@ def _child(method: str, n: int, seed: int, budget: int, progress: bool = False) 
                "t_knn": r.extra.get("seconds_knn"), "t_solve": r.extra.get("seconds_solve"),
                "t_cert": r.extra.get("seconds_certify")}
         if progress:
-            print("rounds (cumulative s solve, s certify, rows scanned, edges added, rows "
-                  f"freed): {r.extra.get('round_log')}", file=sys.stderr, flush=True)
+            print("rounds (cumulative s solve, s certify, rows scanned, columns scanned, "
+                  f"edges added, rows freed): {r.extra.get('round_log')}", file=sys.stderr,
+                  flush=True)
     else:
         from scipy.optimize import linear_sum_assignment
         from scipy.spatial.distance import cdist

@@ -457,7 +457,8 @@ def _sparse(pw0: Pairwise, delta: float, k: int, k_list: int, ties: str, rtol: f
     risen = np.zeros(n_c, bool)
     v_ref = None
     t_cert = 0.0
-    # per round: cumulative s solving and certifying, rows scanned, edges added, rows freed
+    # per round: cumulative s solving and certifying, rows scanned, columns scanned (risen),
+    # edges added, rows freed
     log: list[tuple] = []
     restarts = 0
     fresh = True  # the duals come from a cold start: flatten them, forget old bounds
@@ -485,7 +486,7 @@ def _sparse(pw0: Pairwise, delta: float, k: int, k_list: int, ties: str, rtol: f
         viol, n_scan = _certify(pw, sa, lists, known, risen, delta, tol, stages)
         t_cert += time.perf_counter() - t0
         scanned += n_scan
-        log.append((round(t_solve, 1), round(t_cert, 1), n_scan,
+        log.append((round(t_solve, 1), round(t_cert, 1), n_scan, int(risen.sum()),
                     0 if viol is None else int(viol[0].shape[0])))
         if viol is None:
             certified = _rect_ok(sa) and bool(sa.reduced_costs().min(initial=0.0) >= -tol)
