@@ -456,6 +456,7 @@ def _sparse(pw0: Pairwise, delta: float, k: int, k_list: int, ties: str, rtol: f
     known = np.full(n_r, -np.inf)
     risen = np.zeros(n_c, bool)
     v_ref = None
+    pw_t = None
     t_cert = 0.0
     # per round: cumulative s solving and certifying, rows scanned, columns scanned (risen),
     # edges added, rows freed
@@ -483,7 +484,9 @@ def _sparse(pw0: Pairwise, delta: float, k: int, k_list: int, ties: str, rtol: f
             certified = bool(sa.reduced_costs().min(initial=0.0) >= -tol)
             break
         t0 = time.perf_counter()
-        viol, n_scan = _certify(pw, sa, lists, known, risen, delta, tol, stages)
+        if pw_t is None and risen.any():
+            pw_t = pw.swapped()  # once: the column scans of every later round use it
+        viol, n_scan = _certify(pw, pw_t, sa, lists, known, risen, delta, tol, stages)
         t_cert += time.perf_counter() - t0
         scanned += n_scan
         log.append((round(t_solve, 1), round(t_cert, 1), n_scan, int(risen.sum()),
@@ -666,12 +669,21 @@ def _transfer_bounds(known: np.ndarray, risen: np.ndarray, rise: np.ndarray,
     known -= max(float(rise[~risen].max(initial=0.0)), 0.0)
 
 
-def _certify(pw: Pairwise, sa: SparseAssignment, lists: _Lists, known: np.ndarray,
-             risen: np.ndarray, delta: float, tol: float, stages: _Stages
+def _scan_pairs(scan, keep: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(scanned item, partner) pairs of the entries a gated scan kept, for the scanned
+    items selected by ``keep`` (all by default)."""
+    idx, rows = (scan.idx, scan.rows) if keep is None else (scan.idx[keep], scan.rows[keep])
+    hit = idx >= 0
+    return np.repeat(rows, idx.shape[1])[hit.ravel()], idx[hit]
+
+
+def _certify(pw: Pairwise, pw_t: Pairwise | None, sa: SparseAssignment, lists: _Lists,
+             known: np.ndarray, risen: np.ndarray, delta: float, tol: float, stages: _Stages
              ) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray] | None, int]:
     """Check c̄_ij ≥ −tol for every allowed pair. Returns (violating edges (rows, cols,
     costs) to add, or None when certified; number of rows scanned). Pairs in ``risen``
-    columns are checked by column scans (the row bounds ``known`` do not cover them)."""
+    columns are checked by column scans on ``pw_t`` = ``pw.swapped()`` (the row bounds
+    ``known`` do not cover them)."""
     u, v = sa.u, sa.v
     # 1. list entries left out of the graph: their costs are known
     r, c = lists.below(u, v, -tol)
@@ -693,24 +705,24 @@ def _certify(pw: Pairwise, sa: SparseAssignment, lists: _Lists, known: np.ndarra
         bad = scan.min < u[rows] - tol
         if bad.any():
             violated = True
-            hit = scan.idx[bad] >= 0
-            vr.append(np.repeat(scan.rows[bad], SCAN_CAP)[hit.ravel()])
-            vc.append(scan.idx[bad][hit])
+            r, c = _scan_pairs(scan, bad)
+            vr.append(r)
+            vc.append(c)
             # the row's other columns: at least its (CAP+1)-th value, or θ_i
             known[rows[bad]] = nxt[bad]
     cols = np.flatnonzero(risen)
     if cols.size:
-        # the same test from the column side: c_ij − u_i < v_j − tol among the rows with
-        # α_i − u_i < v_j − tol and u_i > β_j − v_j + tol
+        # the same test from the column side (pw_t: the swapped problem): c_ij − u_i <
+        # v_j − tol among the rows with α_i − u_i < v_j − tol and u_i > β_j − v_j + tol
         theta = v[cols] - tol
-        scan, _ = scan_gated(pw.swapped(), cols, u, lists.alpha - u, theta,
+        scan, _ = scan_gated(pw_t, cols, u, lists.alpha - u, theta,
                              lists.beta[cols] - theta, cmax=delta, cap=SCAN_CAP)
         bad = scan.min < theta
         if bad.any():
             violated = True
-            hit = scan.idx[bad] >= 0
-            vr.append(scan.idx[bad][hit])
-            vc.append(np.repeat(scan.rows[bad], SCAN_CAP)[hit.ravel()])
+            c, r = _scan_pairs(scan, bad)
+            vr.append(r)
+            vc.append(c)
     if not violated:
         return None, rows.size
     r, c = np.concatenate(vr), np.concatenate(vc)
@@ -739,9 +751,9 @@ def _tight_outside(pw: Pairwise, sa: SparseAssignment, lists: _Lists, delta: flo
             if s.count.max(initial=0) <= cap:
                 break
             cap = int(s.count.max())
-        sel = s.idx >= 0
-        out_r.append(np.repeat(s.rows, cap)[sel.ravel()])
-        out_c.append(s.idx[sel])
+        r, c = _scan_pairs(s)
+        out_r.append(r)
+        out_c.append(c)
     return np.concatenate(out_r), np.concatenate(out_c)
 
 

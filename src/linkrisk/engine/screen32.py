@@ -56,49 +56,16 @@ def applicable(pw: Pairwise) -> bool:
 
 
 @nb.njit(inline="always")
-def _scores32(a, xi, nxi, nyt, yt, t0, w, kth, btt):
-    """a[q] = float32 score of row i against tile column t0+q, ‖y‖² + ‖x_i‖² + Σ_k
-    (−2x_ik)·y_k (``xi`` comes pre-scaled by −2, exact in binary), vectorized over q, four
-    attributes per pass over ``a``; the last attribute group is fused with the list check.
-    Returns whether some score is below i's forward threshold ``kth`` or the column's
-    backward threshold ``btt[q]``. The loops run over slices: indexing ``yt[k, t0 + q]``
-    directly keeps LLVM from vectorizing (measured 8 ns/pair against 0.5); starting from
-    the norms and checking in the last pass saves two passes over ``a`` (0.58 → 0.36
-    ns/pair at m = 13)."""
-    m = xi.shape[0]
-    for q in range(w):
-        a[q] = nyt[q] + nxi
-    last = m - (m % 4 if m % 4 else 4)
-    k = 0
-    while k < last:
-        x0, x1, x2, x3 = xi[k], xi[k + 1], xi[k + 2], xi[k + 3]
-        r0 = yt[k, t0:t0 + w]
-        r1 = yt[k + 1, t0:t0 + w]
-        r2 = yt[k + 2, t0:t0 + w]
-        r3 = yt[k + 3, t0:t0 + w]
-        for q in range(w):
-            a[q] += (x0 * r0[q] + x1 * r1[q]) + (x2 * r2[q] + x3 * r3[q])
-        k += 4
-    while k < m - 1:
-        xv = xi[k]
-        r0 = yt[k, t0:t0 + w]
-        for q in range(w):
-            a[q] += xv * r0[q]
-        k += 1
-    xv = xi[k]
-    r0 = yt[k, t0:t0 + w]
-    hit = False
-    for q in range(w):
-        s = a[q] + xv * r0[q]
-        a[q] = s
-        hit |= (s < kth) | (s < btt[q])
-    return hit
-
-
-@nb.njit(inline="always")
 def _scores32x2(a, b, xi, xj, nxi, nxj, nyt, yt, t0, w, kth_i, kth_j, btt):
-    """:func:`_scores32` for two rows at once: each tile load of y serves both (~15 %
-    faster). Returns the two rows' hit flags."""
+    """a[q], b[q] = float32 scores of rows i and j against tile column t0+q,
+    ‖y‖² + ‖x‖² + Σ_k (−2x_k)·y_k (rows come pre-scaled by −2, exact in binary), vectorized
+    over q, four attributes per pass; the last attribute is fused with the list check.
+    Returns, per row, whether some score is below its forward threshold (``kth_i``,
+    ``kth_j``) or the column's backward threshold ``btt[q]``. Two rows at once: each tile
+    load of y serves both (~15 % faster; an odd last row is passed twice). The loops run
+    over slices: indexing ``yt[k, t0 + q]`` directly keeps LLVM from vectorizing (measured
+    8 ns/pair against 0.5); starting from the norms and checking in the last pass saves
+    two passes over the scores (0.58 → 0.36 ns/pair at m = 13)."""
     m = xi.shape[0]
     for q in range(w):
         a[q] = nyt[q] + nxi
@@ -145,7 +112,7 @@ def _scores32x2(a, b, xi, xj, nxi, nxj, nyt, yt, t0, w, kth_i, kth_j, btt):
 @nb.njit(inline="always")
 def _offer(a, i, t0, w, fsr, fir, bs, bi, bth):
     """Offer row i's scores against a tile (some below a threshold) to i's forward list
-    and the tile columns' backward lists; hits are sparse: found 64 columns at a time."""
+    and the tile columns' backward lists; hits are sparse: found SUB columns at a time."""
     k = fsr.shape[0]
     kb = bs.shape[1]
     kth = fsr[k - 1]
@@ -200,15 +167,13 @@ def _knn32_pass(x, nx, lo, hi, yt, ny, tile, chunk, f_idx, f_sc, b_idx, b_sc, b_
                 b = acc2[:w]
                 for r in range(0, nr, 2):
                     i = c0 + r
-                    if r + 1 < nr:
-                        hi_, hj = _scores32x2(a, b, x[i], x[i + 1], nx[i], nx[i + 1], nyt, yt,
-                                              t0, w, fs[r, k - 1], fs[r + 1, k - 1], btt)
-                        if hi_:
-                            _offer(a, i, t0, w, fs[r], fi[r], bs, bi, bth)
-                        if hj:
-                            _offer(b, i + 1, t0, w, fs[r + 1], fi[r + 1], bs, bi, bth)
-                    elif _scores32(a, x[i], nx[i], nyt, yt, t0, w, fs[r, k - 1], btt):
+                    r2 = min(r + 1, nr - 1)  # an odd last row pairs with itself
+                    hi_, hj = _scores32x2(a, b, x[i], x[c0 + r2], nx[i], nx[c0 + r2], nyt, yt,
+                                          t0, w, fs[r, k - 1], fs[r2, k - 1], btt)
+                    if hi_:
                         _offer(a, i, t0, w, fs[r], fi[r], bs, bi, bth)
+                    if hj and r2 > r:
+                        _offer(b, i + 1, t0, w, fs[r2], fi[r2], bs, bi, bth)
             for r in range(nr):
                 for q in range(k):
                     f_idx[c0 + r, q] = fi[r, q]
