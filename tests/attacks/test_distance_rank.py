@@ -196,3 +196,22 @@ def test_bad_data(census):
     # dbrl mixes categorical QIs in (see test_categorical); numeric-only attacks refuse them
     with pytest.raises(LinkriskError, match="categorical"):
         linkrisk.attack(cat, cat, method="mahalanobis", qi="AGI,FICA", kinds={"AGI": "nominal"})
+
+
+def test_in_place_transforms_leave_inputs_and_shared_context_intact():
+    # the attacks transform their float64 copies of the files in place (memory at 10⁶):
+    # the caller's DataFrames and a context shared by several attacks must not notice
+    from linkrisk.attacks import make_context, run_attack
+
+    o, m = tied_files(0)
+    o0, m0 = o.copy(), m.copy()
+    ctx, direction = make_context(o, m)
+    for method in METHODS + ["dbrl"]:
+        shared = run_attack(ctx, method, direction)
+        alone = linkrisk.attack(o, m, method=method)
+        pd.testing.assert_frame_equal(shared.per_record, alone.per_record)
+    pd.testing.assert_frame_equal(o, o0)
+    pd.testing.assert_frame_equal(m, m0)
+    a, b = ctx.numeric()
+    np.testing.assert_array_equal(a, o0.to_numpy(float))
+    np.testing.assert_array_equal(b, m0.to_numpy(float))

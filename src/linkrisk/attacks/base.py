@@ -56,6 +56,14 @@ class LinkContext:
                          numeric_matrix(self.b_df, self.qi, what="released file"))
         return self._num
 
+    def take_numeric(self) -> tuple[np.ndarray, np.ndarray]:
+        """A and B as float64 matrices the caller owns and may overwrite: the cached pair is
+        handed over and forgotten (a later :meth:`numeric` rebuilds it). Transforms then work
+        in place, so that a 10⁶-record attack holds one matrix per file, not two."""
+        num = self.numeric()
+        self._num = None
+        return num
+
     def nearest(self, a: np.ndarray, b: np.ndarray, metric: str, **kw: Any) -> Outcome:
         """Candidate sets of the rows of ``a`` among the rows of ``b`` under ``metric``,
         with this context's truth, memory budget, seed and progress callback; on a Dask
@@ -71,14 +79,14 @@ class LinkContext:
                                     memory_budget=self.memory_budget, seed=self.seed,
                                     progress=self.progress, **kw))
 
-    def aligned(self) -> tuple[np.ndarray, np.ndarray]:
-        """Numeric rows of A and B for the true pairs (used by dbrl2 and mahalanobis)."""
-        a, b = self.numeric()
-        ok = self.truth >= 0
-        if ok.sum() < 2:
+    def true_pairs(self) -> tuple[np.ndarray, np.ndarray]:
+        """Row indices (in A, in B) of the true pairs, for the statistics of dbrl2 and
+        mahalanobis (indices rather than aligned copies: no extra n × m matrices)."""
+        ok = np.flatnonzero(self.truth >= 0)
+        if ok.size < 2:
             raise LinkriskError("this attack estimates statistics over the true pairs and "
                                 "needs at least 2 of them")
-        return a[ok], b[self.truth[ok]]
+        return ok, self.truth[ok]
 
 
 @dataclass

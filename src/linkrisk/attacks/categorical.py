@@ -299,9 +299,11 @@ def categorical_space(ctx: LinkContext, metric: str = "mixed", *, weights: Any =
         from ..data import numeric_matrix
 
         idx = [ctx.qi.index(c) for c in num]
-        a[:, idx] = standardize(numeric_matrix(ctx.a_df, num, what="attacker's file"))
+        a[:, idx] = standardize(numeric_matrix(ctx.a_df, num, what="attacker's file"),
+                                  inplace=True)
         a[:, idx] *= np.sqrt(w[idx])
-        b[:, idx] = standardize(numeric_matrix(ctx.b_df, num, what="released file"))
+        b[:, idx] = standardize(numeric_matrix(ctx.b_df, num, what="released file"),
+                                  inplace=True)
         b[:, idx] *= np.sqrt(w[idx])
     tables: list[np.ndarray | None] = []
     for j, c in enumerate(ctx.qi):

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ..engine import average_ranks, standardize, whitening
+from ..engine import average_ranks, covariance, standardize, whiten, whitening
 from ..errors import LinkriskError
 from .base import LinkContext, Outcome, register
 
@@ -39,26 +39,31 @@ def _dbrl2_scale(ctx: LinkContext) -> np.ndarray:
     """σ(A_j − B_j) over the true pairs (ddof=1). An attribute the masking left untouched
     has σ = 0: any difference in it is decisive, so it gets the weight of
     σ = 1e-9·sd(A_j) (1e-9 if A_j is constant) rather than a division by zero."""
-    a, _ = ctx.numeric()
-    ta, tb = ctx.aligned()
-    sd = (ta - tb).std(axis=0, ddof=1)
-    sa = a.std(axis=0, ddof=1)
+    a, b = ctx.numeric()
+    ia, ib = ctx.true_pairs()
+    # the differences directly (not Var A + Var B − 2 Cov: that cancels for small noise),
+    # in row blocks rather than as an aligned n × m copy
+    blocks = [(ia[r:r + 65536], ib[r:r + 65536]) for r in range(0, ia.size, 65536)]
+    mean = sum((a[i] - b[j]).sum(axis=0) for i, j in blocks) / ia.size
+    ss = sum(((a[i] - b[j] - mean) ** 2).sum(axis=0) for i, j in blocks)
+    sd = np.sqrt(ss / (ia.size - 1))
+    sa = np.sqrt(np.diag(covariance(a)))
     return np.where(sd > 0, sd, 1e-9 * np.where(sa > 0, sa, 1.0))
 
 
 def _whitened(ctx: LinkContext, with_cov: bool) -> tuple[np.ndarray, np.ndarray]:
     a, b = ctx.numeric()
-    s = np.atleast_2d(np.cov(a, rowvar=False)) + np.atleast_2d(np.cov(b, rowvar=False))
+    s = covariance(a) + covariance(b)
     if with_cov:
-        ta, tb = ctx.aligned()
-        m = a.shape[1]
-        cab = np.atleast_2d(np.cov(ta, tb, rowvar=False))[:m, m:]
+        ia, ib = ctx.true_pairs()
+        cab = covariance(a, b, ix=ia, iy=ib)
         s = s - cab - cab.T
     w = whitening(s, ctx.qi, what="Var(A)+Var(B)-2Cov(A,B)" if with_cov else "Var(A)+Var(B)")
     # centre both files on A's mean first: the score only depends on a − b, and centring
     # keeps the whitened coordinates small
     mu = a.mean(axis=0)
-    return (a - mu) @ w.T, (b - mu) @ w.T
+    a, b = ctx.take_numeric()
+    return whiten(a, w, mu, inplace=True), whiten(b, w, mu, inplace=True)
 
 
 def space(ctx: LinkContext, metric: str = "euclidean", **kw: Any) -> Space:
@@ -74,8 +79,8 @@ def space(ctx: LinkContext, metric: str = "euclidean", **kw: Any) -> Space:
 
         return categorical_space(ctx, metric, **kw)
     if metric in ("euclidean", "sqeuclidean", "l1", "kernel"):
-        a, b = ctx.numeric()
-        sa, sb = standardize(a), standardize(b)
+        a, b = ctx.take_numeric()  # standardized in place: one matrix per file at 10⁶
+        sa, sb = standardize(a, inplace=True), standardize(b, inplace=True)
         if metric == "kernel":
             d = int(kw.get("d", 2))
             if d < 1:
@@ -85,16 +90,19 @@ def space(ctx: LinkContext, metric: str = "euclidean", **kw: Any) -> Space:
             return Space(sa, sb, "l1")
         return Space(sa, sb, "sqeuclidean", root=metric == "euclidean")
     if metric == "dbrl2":
-        a, b = ctx.numeric()
         sd = _dbrl2_scale(ctx)
-        return Space(a / sd, b / sd, "sqeuclidean")
+        a, b = ctx.take_numeric()
+        a /= sd
+        b /= sd
+        return Space(a, b, "sqeuclidean")
     if metric in ("mahalanobis", "mahalanobis0"):
         wa, wb = _whitened(ctx, metric == "mahalanobis")
         return Space(wa, wb, "sqeuclidean")
     if metric in ("rank_sum", "rank_max"):
-        a, b = ctx.numeric()
+        a, b = ctx.take_numeric()
         norm = a.shape[0] != b.shape[0]
-        ra, rb = average_ranks(a, normalize=norm), average_ranks(b, normalize=norm)
+        ra = average_ranks(a, normalize=norm, inplace=True)
+        rb = average_ranks(b, normalize=norm, inplace=True)
         return Space(ra, rb, "l1" if metric == "rank_sum" else "linf")
     raise LinkriskError(f"unknown metric {metric!r}; choose from {', '.join(METRICS)}")
 

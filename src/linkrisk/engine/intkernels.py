@@ -54,17 +54,42 @@ def integer_form(a: np.ndarray, b: np.ndarray, code: int, tables: Tables
     if not (np.isfinite(a).all() and np.isfinite(b).all()):
         return None
     for scale in (1, 2):
-        sa, sb = a * scale, b * scale  # exact: a power of two
-        if not (np.array_equal(sa, np.round(sa)) and np.array_equal(sb, np.round(sb))):
+        if not (_whole(a, scale) and _whole(b, scale)):
             continue
-        lo = min(sa.min(), sb.min())
-        span = max(sa.max(), sb.max()) - lo
+        lo = min(a.min(), b.min()) * scale
+        span = max(a.max(), b.max()) * scale - lo
         if span * (m if code == L1 else 1) > _INT_MAX:
             return None
-        return (np.ascontiguousarray(sa - lo, dtype=np.int32),
-                np.ascontiguousarray((sb - lo).T, dtype=np.int32),
+        return (_to_int(a, scale, lo, False), _to_int(b, scale, lo, True),
                 I_L1 if code == L1 else I_LINF, scale)
     return None
+
+
+#: rows per block of the integer conversion (bounded temporaries at 10⁶ records)
+_ROWS = 65536
+
+
+def _whole(x: np.ndarray, scale: int) -> bool:
+    """Whether every x·scale is a whole number (``scale`` a power of two: exact)."""
+    for r0 in range(0, x.shape[0], _ROWS):
+        blk = x[r0:r0 + _ROWS] * scale
+        if not np.array_equal(blk, np.round(blk)):
+            return False
+    return True
+
+
+def _to_int(x: np.ndarray, scale: int, lo: float, transpose: bool) -> np.ndarray:
+    """x·scale − lo as int32 (exact: whole numbers within range), attribute-major when
+    ``transpose``; converted block by block."""
+    n, m = x.shape
+    out = np.empty((m, n) if transpose else (n, m), np.int32)
+    for r0 in range(0, n, _ROWS):
+        blk = (x[r0:r0 + _ROWS] * scale - lo).astype(np.int32)
+        if transpose:
+            out[:, r0:r0 + blk.shape[0]] = blk.T
+        else:
+            out[r0:r0 + blk.shape[0]] = blk
+    return out
 
 
 @nb.njit(inline="always")

@@ -141,7 +141,9 @@ def exact_sets(a: np.ndarray, b: np.ndarray, kern: Kernel, truth: np.ndarray, ri
     Whole-number scores (rank distances, Hamming) go through the int32 kernel of
     :mod:`.intkernels` unless ``integer`` is False; the results are identical."""
     n_a, m = a.shape
-    bt = np.ascontiguousarray(b.T)
+    form = integer_form(a, b, kern.code, kern.tables) if integer else None
+    # the float kernel's attribute-major copy of B (the integer form has its own)
+    bt = np.ascontiguousarray(b.T) if form is None else None
     rows, tile = plan_blocks(n_a, b.shape[0], m, memory_budget, cap)
     chunk = 16
     out_min = np.empty(n_a)
@@ -149,7 +151,6 @@ def exact_sets(a: np.ndarray, b: np.ndarray, kern: Kernel, truth: np.ndarray, ri
     out_ts = np.empty(n_a)
     out_link = np.empty(n_a, np.int64)
     out_over = np.empty(n_a, np.bool_)
-    form = integer_form(a, b, kern.code, kern.tables) if integer else None
     for r0 in range(0, n_a, rows):
         r1 = min(r0 + rows, n_a)
         outs = (out_min[r0:r1], out_count[r0:r1], out_ts[r0:r1], out_link[r0:r1],
@@ -167,6 +168,9 @@ def exact_sets(a: np.ndarray, b: np.ndarray, kern: Kernel, truth: np.ndarray, ri
     thr = out_min + rtol * np.abs(out_min)
     over = np.flatnonzero(out_over)
     if over.size:
+        form = ai = bti = None  # free the integer copies before the float one is made
+        if bt is None:
+            bt = np.ascontiguousarray(b.T)
         cnt = np.empty(over.size, np.int64)
         lnk = np.empty(over.size, np.int64)
         recount_rows(over.astype(np.int64), rid, a, bt, kern.code, kern.degree, kern.kaa,

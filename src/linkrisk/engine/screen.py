@@ -138,12 +138,12 @@ def screened_sets(a, b, kern, truth, rid, *, rtol, seed, cap, memory_budget, pro
     faiss = _faiss()
     n_a, m = a.shape
     n_b = b.shape[0]
-    b32 = np.ascontiguousarray(b, dtype=np.float32)
     edges = list(range(0, n_b, part_rows(n_b))) + [n_b]
     parts = []
     for lo, hi in zip(edges[:-1], edges[1:], strict=True):
+        # the indexes hold the only float32 copy of B (step 2 reads its parts back)
         ix = faiss.IndexFlatL2(m)
-        ix.add(b32[lo:hi])
+        ix.add(np.ascontiguousarray(b[lo:hi], dtype=np.float32))
         parts.append(ix)
     # per row: float32 copy, best/second/other minima, labels, parts (+ temporaries)
     rows = int(np.clip(memory_budget // (4 * m + 64), 1024, 262_144))
@@ -170,10 +170,12 @@ def screened_sets(a, b, kern, truth, rid, *, rtol, seed, cap, memory_budget, pro
         best[r0:r1], other[r0:r1], lab[r0:r1], part[r0:r1] = b1, o1, l1, p1
         if progress is not None:
             progress(r1, n_a)
-    # second smallest score inside the winning part, float64 GEMM trick
+    # second smallest float32 score inside the winning part (fused kernel, faiss arithmetic)
     for s in np.unique(part):
         sel = np.flatnonzero(part == s)
-        second[sel] = second_in_part(a[sel].astype(np.float32), b32[edges[s]:edges[s + 1]])
+        second[sel] = second_in_part(a[sel].astype(np.float32),
+                                     parts[s].reconstruct_n(0, parts[s].ntotal))
+    parts.clear()  # before the fallback screen builds its own index
     smin = kern.pair_scores(a, b, np.arange(n_a), lab)
     thr = smin + rtol * np.abs(smin)
     ok = (_lower(np.minimum(other, second), a) > thr) & (lab >= 0)

@@ -11,25 +11,45 @@ from scipy.stats import rankdata
 from ..errors import SingularCovarianceError
 
 
-def standardize(x: np.ndarray) -> np.ndarray:
+def standardize(x: np.ndarray, *, inplace: bool = False) -> np.ndarray:
     """(x − mean) / std per column, std with ddof=1 (SPEC §2, DBRL1).
 
     A constant column carries no information for linkage; it is centred (all zeros)
-    instead of divided by zero."""
-    mu = x.mean(axis=0)
-    sd = x.std(axis=0, ddof=1) if x.shape[0] > 1 else np.zeros(x.shape[1])
-    sd = np.where(sd > 0, sd, 1.0)
-    return np.ascontiguousarray((x - mu) / sd)
+    instead of divided by zero. ``inplace``: overwrite ``x`` (C-contiguous float64) instead
+    of allocating a copy; no temporary of x's size is made either way."""
+    out = _target(x, inplace)
+    mu = out.mean(axis=0)
+    out -= mu
+    n = out.shape[0]
+    # Σ(x − mean)² without squaring into a temporary matrix
+    ss = np.einsum("ij,ij->j", out, out)
+    sd = np.sqrt(ss / (n - 1)) if n > 1 else np.zeros(out.shape[1])
+    out /= np.where(sd > 0, sd, 1.0)
+    return out
 
 
-def average_ranks(x: np.ndarray, *, normalize: bool = False) -> np.ndarray:
+def _target(x: np.ndarray, inplace: bool) -> np.ndarray:
+    """``x`` itself (checked to be writable C-contiguous float64) or a float64 copy."""
+    if not inplace:
+        return np.array(x, dtype=np.float64, order="C")
+    if x.dtype != np.float64 or not x.flags.c_contiguous or not x.flags.writeable:
+        raise ValueError("inplace transforms need a writable C-contiguous float64 matrix")
+    return x
+
+
+def average_ranks(x: np.ndarray, *, normalize: bool = False, inplace: bool = False
+                  ) -> np.ndarray:
     """Ranks 1..n per column with ties given their average rank (SPEC §2, RBRL).
 
-    ``normalize`` divides by the number of rows, for files of different sizes."""
-    r = rankdata(x, method="average", axis=0).astype(np.float64)
+    ``normalize`` divides by the number of rows, for files of different sizes. Ranked one
+    column at a time (scipy's axis= path holds several n × m temporaries); ``inplace``
+    overwrites ``x``."""
+    out = _target(x, inplace)
+    for j in range(out.shape[1]):
+        out[:, j] = rankdata(out[:, j], method="average")
     if normalize:
-        r /= x.shape[0]
-    return np.ascontiguousarray(r)
+        out /= x.shape[0]
+    return out
 
 
 def collinear_names(cov: np.ndarray, names: Sequence[str], rtol: float = 1e-10) -> list[str]:
@@ -61,3 +81,35 @@ def whitening(cov: np.ndarray, names: Sequence[str], *, what: str = "covariance"
         ) from None
     # W = L⁻¹ with cov = L Lᵀ  ⇒  Wᵀ W = L⁻ᵀ L⁻¹ = cov⁻¹
     return np.linalg.solve(chol, np.eye(cov.shape[0]))
+
+
+def whiten(x: np.ndarray, w: np.ndarray, mu: np.ndarray, *, inplace: bool = False,
+           rows: int = 65536) -> np.ndarray:
+    """(x − mu) Wᵀ, row block by row block (temporaries of ``rows`` rows, not of x's size);
+    ``inplace`` overwrites ``x``."""
+    out = _target(x, inplace)
+    wt = np.ascontiguousarray(np.asarray(w, dtype=np.float64).T)
+    for r0 in range(0, out.shape[0], rows):
+        blk = out[r0:r0 + rows]
+        blk -= mu
+        blk[...] = blk @ wt
+    return out
+
+
+def covariance(x: np.ndarray, y: np.ndarray | None = None, *, ix: np.ndarray | None = None,
+               iy: np.ndarray | None = None, rows: int = 65536) -> np.ndarray:
+    """Sample cross-covariance (ddof=1) of the columns of x[ix] and y[iy] (row-aligned;
+    y = x and all rows by default): Σ (x − x̄)ᵀ (y − ȳ) / (n − 1), accumulated over row
+    blocks (np.cov copies and stacks its inputs: several n × m temporaries)."""
+    y = x if y is None else y
+    n = x.shape[0] if ix is None else ix.shape[0]
+
+    def blk(z, iz, r0):
+        return z[r0:r0 + rows] if iz is None else z[iz[r0:r0 + rows]]
+
+    mx = sum(blk(x, ix, r0).sum(axis=0) for r0 in range(0, n, rows)) / n
+    my = sum(blk(y, iy, r0).sum(axis=0) for r0 in range(0, n, rows)) / n
+    acc = np.zeros((x.shape[1], y.shape[1]))
+    for r0 in range(0, n, rows):
+        acc += (blk(x, ix, r0) - mx).T @ (blk(y, iy, r0) - my)
+    return acc / max(n - 1, 1)
