@@ -70,6 +70,12 @@ def _child(method: str, n: int, seed: int, budget: int, progress: bool = False) 
     import linkrisk
 
     x, y = _data(n, seed)
+    if progress:
+        import logging
+
+        # the solver's per-round log lines (k-NN, each certificate round), as they happen
+        logging.basicConfig(level=logging.INFO, format="  %(asctime)s %(message)s",
+                            stream=sys.stderr)
     if method == "ours":
         # compile (or load the cache of) the kernels outside the timing
         linkrisk.attack(x.iloc[:300], y.iloc[:300], method="gdbrl", solver="sparse")
