@@ -4,7 +4,14 @@ import numpy as np
 import pytest
 from scipy.stats import rankdata
 
-from linkrisk.engine import average_ranks, covariance, standardize, whiten, whitening
+from linkrisk.engine.transforms import (
+    average_ranks,
+    covariance,
+    difference_sd,
+    standardize,
+    whiten,
+    whitening,
+)
 
 
 def _x(n=257, m=5, seed=0):
@@ -66,3 +73,17 @@ def test_covariance_matches_np_cov_with_indices_and_blocks():
     want = np.cov(np.hstack([x[ix], y[iy]]).T)[:m, m:]
     np.testing.assert_allclose(covariance(x, y, ix=ix, iy=iy, rows=9), want,
                                rtol=1e-12, atol=1e-12)
+
+
+def test_difference_sd_matches_aligned_std_and_keeps_exact_zeros():
+    x = _x(seed=5)
+    rng = np.random.default_rng(6)
+    iy = rng.permutation(x.shape[0])
+    y = np.empty_like(x)
+    y[iy] = x + 1e-7 * rng.standard_normal(x.shape)  # tiny noise: no cancellation allowed
+    y[iy, 2] = x[:, 2]                               # an untouched attribute: σ exactly 0
+    ix = np.arange(x.shape[0])
+    want = (x[ix] - y[iy]).std(0, ddof=1)
+    got = difference_sd(x, y, ix, iy, rows=10)
+    np.testing.assert_allclose(got, want, rtol=1e-9)
+    assert got[2] == 0.0

@@ -17,7 +17,14 @@ from typing import Any
 
 import numpy as np
 
-from ..engine import average_ranks, covariance, standardize, whiten, whitening
+from ..engine.transforms import (
+    average_ranks,
+    covariance,
+    difference_sd,
+    standardize,
+    whiten,
+    whitening,
+)
 from ..errors import LinkriskError
 from .base import LinkContext, Outcome, register
 
@@ -41,12 +48,7 @@ def _dbrl2_scale(ctx: LinkContext) -> np.ndarray:
     σ = 1e-9·sd(A_j) (1e-9 if A_j is constant) rather than a division by zero."""
     a, b = ctx.numeric()
     ia, ib = ctx.true_pairs()
-    # the differences directly (not Var A + Var B − 2 Cov: that cancels for small noise),
-    # in row blocks rather than as an aligned n × m copy
-    blocks = [(ia[r:r + 65536], ib[r:r + 65536]) for r in range(0, ia.size, 65536)]
-    mean = sum((a[i] - b[j]).sum(axis=0) for i, j in blocks) / ia.size
-    ss = sum(((a[i] - b[j] - mean) ** 2).sum(axis=0) for i, j in blocks)
-    sd = np.sqrt(ss / (ia.size - 1))
+    sd = difference_sd(a, b, ia, ib)
     sa = np.sqrt(np.diag(covariance(a)))
     return np.where(sd > 0, sd, 1e-9 * np.where(sa > 0, sa, 1.0))
 

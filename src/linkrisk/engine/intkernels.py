@@ -25,6 +25,7 @@ import numba as nb
 import numpy as np
 
 from .kernels import L1, LINF, MIXED, Tables, _buffer, _new_minimum, _pick
+from .transforms import BLOCK_ROWS
 
 #: integer score codes
 I_L1, I_LINF, I_HAMMING = 0, 1, 2
@@ -65,14 +66,10 @@ def integer_form(a: np.ndarray, b: np.ndarray, code: int, tables: Tables
     return None
 
 
-#: rows per block of the integer conversion (bounded temporaries at 10⁶ records)
-_ROWS = 65536
-
-
 def _whole(x: np.ndarray, scale: int) -> bool:
     """Whether every x·scale is a whole number (``scale`` a power of two: exact)."""
-    for r0 in range(0, x.shape[0], _ROWS):
-        blk = x[r0:r0 + _ROWS] * scale
+    for r0 in range(0, x.shape[0], BLOCK_ROWS):
+        blk = x[r0:r0 + BLOCK_ROWS] * scale
         if not np.array_equal(blk, np.round(blk)):
             return False
     return True
@@ -83,8 +80,8 @@ def _to_int(x: np.ndarray, scale: int, lo: float, transpose: bool) -> np.ndarray
     ``transpose``; converted block by block."""
     n, m = x.shape
     out = np.empty((m, n) if transpose else (n, m), np.int32)
-    for r0 in range(0, n, _ROWS):
-        blk = (x[r0:r0 + _ROWS] * scale - lo).astype(np.int32)
+    for r0 in range(0, n, BLOCK_ROWS):
+        blk = (x[r0:r0 + BLOCK_ROWS] * scale - lo).astype(np.int32)
         if transpose:
             out[:, r0:r0 + blk.shape[0]] = blk.T
         else:

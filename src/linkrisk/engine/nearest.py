@@ -144,6 +144,7 @@ def exact_sets(a: np.ndarray, b: np.ndarray, kern: Kernel, truth: np.ndarray, ri
     form = integer_form(a, b, kern.code, kern.tables) if integer else None
     # the float kernel's attribute-major copy of B (the integer form has its own)
     bt = np.ascontiguousarray(b.T) if form is None else None
+    ai, bti, icode, scale = form if form is not None else (None, None, 0, 1)
     rows, tile = plan_blocks(n_a, b.shape[0], m, memory_budget, cap)
     chunk = 16
     out_min = np.empty(n_a)
@@ -156,7 +157,6 @@ def exact_sets(a: np.ndarray, b: np.ndarray, kern: Kernel, truth: np.ndarray, ri
         outs = (out_min[r0:r1], out_count[r0:r1], out_ts[r0:r1], out_link[r0:r1],
                 out_over[r0:r1])
         if form is not None:
-            ai, bti, icode, scale = form
             nearest_block_int(ai[r0:r1], rid[r0:r1], bti, icode, scale, truth[r0:r1], rtol,
                               cap, seed, tile, chunk, *outs)
         else:

@@ -10,6 +10,9 @@ from scipy.stats import rankdata
 
 from ..errors import SingularCovarianceError
 
+#: rows per block of the blockwise transforms (temporaries bounded at 10⁶ records)
+BLOCK_ROWS = 65536
+
 
 def standardize(x: np.ndarray, *, inplace: bool = False) -> np.ndarray:
     """(x − mean) / std per column, std with ddof=1 (SPEC §2, DBRL1).
@@ -84,7 +87,7 @@ def whitening(cov: np.ndarray, names: Sequence[str], *, what: str = "covariance"
 
 
 def whiten(x: np.ndarray, w: np.ndarray, mu: np.ndarray, *, inplace: bool = False,
-           rows: int = 65536) -> np.ndarray:
+           rows: int = BLOCK_ROWS) -> np.ndarray:
     """(x − mu) Wᵀ, row block by row block (temporaries of ``rows`` rows, not of x's size);
     ``inplace`` overwrites ``x``."""
     out = _target(x, inplace)
@@ -96,20 +99,32 @@ def whiten(x: np.ndarray, w: np.ndarray, mu: np.ndarray, *, inplace: bool = Fals
     return out
 
 
+def _rows(z: np.ndarray, iz: np.ndarray | None, r0: int, rows: int) -> np.ndarray:
+    """Rows r0 … r0+rows of z, or of z[iz] when indices are given (a block-sized copy)."""
+    return z[r0:r0 + rows] if iz is None else z[iz[r0:r0 + rows]]
+
+
 def covariance(x: np.ndarray, y: np.ndarray | None = None, *, ix: np.ndarray | None = None,
-               iy: np.ndarray | None = None, rows: int = 65536) -> np.ndarray:
+               iy: np.ndarray | None = None, rows: int = BLOCK_ROWS) -> np.ndarray:
     """Sample cross-covariance (ddof=1) of the columns of x[ix] and y[iy] (row-aligned;
     y = x and all rows by default): Σ (x − x̄)ᵀ (y − ȳ) / (n − 1), accumulated over row
     blocks (np.cov copies and stacks its inputs: several n × m temporaries)."""
     y = x if y is None else y
     n = x.shape[0] if ix is None else ix.shape[0]
-
-    def blk(z, iz, r0):
-        return z[r0:r0 + rows] if iz is None else z[iz[r0:r0 + rows]]
-
-    mx = sum(blk(x, ix, r0).sum(axis=0) for r0 in range(0, n, rows)) / n
-    my = sum(blk(y, iy, r0).sum(axis=0) for r0 in range(0, n, rows)) / n
+    mx = sum(_rows(x, ix, r0, rows).sum(axis=0) for r0 in range(0, n, rows)) / n
+    my = sum(_rows(y, iy, r0, rows).sum(axis=0) for r0 in range(0, n, rows)) / n
     acc = np.zeros((x.shape[1], y.shape[1]))
     for r0 in range(0, n, rows):
-        acc += (blk(x, ix, r0) - mx).T @ (blk(y, iy, r0) - my)
+        acc += (_rows(x, ix, r0, rows) - mx).T @ (_rows(y, iy, r0, rows) - my)
     return acc / max(n - 1, 1)
+
+
+def difference_sd(x: np.ndarray, y: np.ndarray, ix: np.ndarray, iy: np.ndarray, *,
+                  rows: int = BLOCK_ROWS) -> np.ndarray:
+    """σ(x[ix] − y[iy]) per column (ddof=1), from the differences themselves (not
+    Var x + Var y − 2 Cov, which cancels for small differences), over row blocks."""
+    n = ix.shape[0]
+    diff = lambda r0: _rows(x, ix, r0, rows) - _rows(y, iy, r0, rows)  # noqa: E731
+    mean = sum(diff(r0).sum(axis=0) for r0 in range(0, n, rows)) / n
+    ss = sum(((diff(r0) - mean) ** 2).sum(axis=0) for r0 in range(0, n, rows))
+    return np.sqrt(ss / max(n - 1, 1))
