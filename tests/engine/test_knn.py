@@ -22,6 +22,7 @@ from linkrisk.engine.knn import (
     scan_gated,
     within_graph,
 )
+from linkrisk.errors import LinkriskError
 
 
 def _scores(x, y, metric, degree=2, tables=None):
@@ -153,22 +154,38 @@ def test_scans_equal_brute_force(root):
     np.testing.assert_allclose(pair_costs(pw, ia, ib), c[ia, ib])
 
 
-@pytest.mark.parametrize("metric", ["sqeuclidean", "mixed", "kernel"])
+@pytest.mark.parametrize("metric,screened", [("sqeuclidean", False), ("sqeuclidean", True),
+                                             ("mixed", False), ("kernel", False)])
 @pytest.mark.parametrize("seed", range(3))
-def test_gated_scan_equals_brute_force_on_the_gated_columns(metric, seed):
+def test_gated_scan_equals_brute_force_on_the_gated_columns(metric, screened, seed):
     x, y, kw = _data(metric, 90, 700, seed)     # > 10 blocks of columns, with ties
+    if screened:
+        # real-valued data (the float32 screen's case), rows far from the origin so that
+        # its error bound matters
+        rng = np.random.default_rng(seed)
+        x = x + rng.standard_normal(x.shape) * 0.3 + 20.0
+        y = y + rng.standard_normal(y.shape) * 0.3 + 20.0
     pw = Pairwise.build(x, y, metric, root=metric == "sqeuclidean", **kw)
     c = dense_costs(pw)
     rng = np.random.default_rng(seed)
     off = rng.integers(0, 4, y.shape[0]) * np.median(c) / 3   # tied offsets
     key = rng.standard_normal(y.shape[0])
     key[:5] = np.inf                                          # columns no row may scan
-    rows = np.concatenate([rng.choice(90, 40, replace=False), [3, 3]])
+    # several chunks of rows (SCAN_ROWS each), repeated rows
+    rows = np.concatenate([rng.choice(90, 40, replace=False), [3, 3], rng.choice(90, 160)])
     r = c[rows] - off[None, :]
     theta = np.quantile(r, rng.uniform(0.0, 0.2, rows.size), axis=1).diagonal().copy()
+    # thresholds exactly at a pair's value (strictly below: excluded) and one ulp above
+    # (included): the pre-tests must not lose either
+    for p in range(0, rows.size, 7):
+        j = rng.integers(5, y.shape[0])
+        theta[p] = r[p, j] if p % 2 else np.nextafter(r[p, j], np.inf)
+        key[j] = min(key[j], theta[p] - 1.0)
     gate = np.quantile(off, rng.uniform(0.0, 0.6, rows.size))
+    gate[::7] = -1.0
     cmax = np.quantile(c, 0.5) if seed == 1 else np.inf
-    scan, nxt = scan_gated(pw, rows, off, key, theta, gate, cmax=cmax, cap=5)
+    scan, nxt = scan_gated(pw, rows, off, key, theta, gate, cmax=cmax, cap=5,
+                           screened=screened)
     seen = (key[None, :] < theta[:, None]) & (off[None, :] > gate[:, None]) & (c[rows] <= cmax)
     rr = np.where(seen, r, np.inf)
     below = rr < theta[:, None]
@@ -182,6 +199,13 @@ def test_gated_scan_equals_brute_force_on_the_gated_columns(metric, seed):
         rest = np.setdiff1d(np.flatnonzero(seen[p]), got)
         assert rest.size == 0 or rr[p, rest].min() >= nxt[p] - 1e-12
     assert scan.count.sum() > 0 and (scan.count > 5).any()   # the cap was exercised
+
+
+def test_gated_scan_screen_refuses_other_costs():
+    x, y, _ = _data("sqeuclidean", 10, 20, 0)
+    with pytest.raises(LinkriskError, match="Euclidean"):
+        scan_gated(Pairwise.build(x, y, "l1"), np.arange(3), np.zeros(20), np.zeros(20),
+                   np.ones(3), np.full(3, -1.0), screened=True)
 
 
 # --------------------------------------------------------------------------------------
@@ -294,3 +318,35 @@ def test_list_graph_is_the_union_of_both_lists_within_delta():
     want = to_csr(rows[ok], cols[ok], cost[rows[ok], cols[ok]], n_r)
     for g, w in zip(got, want, strict=True):
         np.testing.assert_array_equal(g, w)
+
+
+@pytest.mark.parametrize("kind", ["float64 root", "float64", "float32 root"])
+def test_gated_pre_tests_never_drop_a_pair_at_the_threshold(kind):
+    """The branch-free pre-tests of a block (no √; float32 scores with an error bound) say
+    'maybe' for every pair whose exact r = fl(cost − off) is below θ, also when θ is one
+    ulp above r, and 'no' far above it."""
+    from linkrisk.engine.knn import _any_below, _maybe32
+
+    rng = np.random.default_rng(7)
+    n = 100_000
+    s = rng.uniform(0, 50, n) * 10.0 ** rng.integers(-3, 4, n)
+    off = rng.uniform(-5, 0, n) * 10.0 ** rng.integers(-3, 3, n)
+    root = "root" in kind
+    r = (np.sqrt(s) if root else s) - off
+    theta = np.nextafter(r, np.inf)
+    if kind == "float32 root":
+        # the float32 test, as the kernel calls it, on s rounded to float32 (error ≤ err)
+        a32 = s.astype(np.float32)
+        err = np.abs(a32.astype(np.float64) - s)
+
+        def maybe(q, th):
+            d = 2.0**-20 * (abs(th) + abs(off[q]))
+            return _maybe32(a32[q], np.float32(off[q]), np.float32(th + d),
+                            np.nextafter(np.float32(-np.inf), np.float32(0)),
+                            np.float32(err[q] * (1 + 1e-4)))
+    else:
+        def maybe(q, th):
+            return _any_below(s[q:q + 1], off[q:q + 1], th, -np.inf, root)
+    assert [q for q in range(n) if not maybe(q, theta[q])] == []
+    far = r - 0.5 * np.abs(r) - 1.0
+    assert not any(maybe(q, far[q]) for q in range(0, n, 97))

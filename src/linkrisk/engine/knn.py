@@ -313,56 +313,183 @@ def knn(pw: Pairwise, k: int, kb: int | None = None, *, progress: Progress | Non
 # reduced-cost scan (the certificate) and the other per-row scans
 # ---------------------------------------------------------------------------------------
 #: columns per block of the gated scan (a block is skipped when no column passes the gate)
-GATE_BLOCK = 64
+GATE_BLOCK = 256
+#: rows of the gated scan that share each block of columns while it is in cache
+SCAN_ROWS = 64
+_C32 = np.float32(1.0 + 1e-5)
+
+
+@nb.njit(inline="always")
+def _any_below(acc, off, th, gt, root):
+    """Whether some column q of the block may have cost(acc[q]) − off[q] < θ with
+    off[q] > gate (``off``: the block's slice). Never False when one does: with root,
+    t = fl(θ + off) ≤ 0 means θ + off ≤ 0 ≤ √s; and s ≥ t²(1 + 10⁻⁹) gives
+    fl(√s) > t(1 + 4·10⁻¹⁰) ≥ θ + off (t's rounding is ≤ 2⁻⁵³·t), so fl(√s − off) ≥ θ by
+    monotone rounding. Branch-free, so that it vectorizes."""
+    hit = False
+    if root:
+        for q in range(off.shape[0]):
+            o = off[q]
+            t = th + o
+            hit |= (acc[q] < t * t * (1.0 + 1e-9)) & (t > 0.0) & (o > gt)
+    else:
+        for q in range(off.shape[0]):
+            o = off[q]
+            hit |= (acc[q] - o < th) & (o > gt)
+    return hit
+
+
+@nb.njit(inline="always")
+def _block32(a, xm2, nx, yt, ny, t0):
+    """a[q] = float32 score of one row against column t0 + q (q < len(a)):
+    ‖y‖² + ‖x‖² + Σ_k (−2x_k)·y_k, the order of :mod:`.screen32` (rows pre-scaled by
+    −2; four attributes per pass, over slices so that LLVM vectorizes)."""
+    w = a.shape[0]
+    m = xm2.shape[0]
+    for q in range(w):
+        a[q] = ny[q] + nx
+    k = 0
+    while k + 4 <= m:
+        x0, x1, x2, x3 = xm2[k], xm2[k + 1], xm2[k + 2], xm2[k + 3]
+        r0 = yt[k, t0:t0 + w]
+        r1 = yt[k + 1, t0:t0 + w]
+        r2 = yt[k + 2, t0:t0 + w]
+        r3 = yt[k + 3, t0:t0 + w]
+        for q in range(w):
+            a[q] += (x0 * r0[q] + x1 * r1[q]) + (x2 * r2[q] + x3 * r3[q])
+        k += 4
+    while k < m:
+        xv = xm2[k]
+        r0 = yt[k, t0:t0 + w]
+        for q in range(w):
+            a[q] += xv * r0[q]
+        k += 1
+
+
+@nb.njit(inline="always")
+def _maybe32(a, o, th, gt, err):
+    """Whether a column may pass (see :func:`_any_below`), from its float32 score ``a``
+    (error ≤ ``err``, score units) and float32 offset ``o``, in float32 throughout (8
+    lanes): ``th`` comes as fl32(θ) + δ with δ = 2⁻²⁰(|θ| + max |off|), so U =
+    fl32(th + o) ≥ θ + off despite the three float32 roundings (each ≤ 2⁻²⁴(|θ| + |off|));
+    ``gt`` = fl32(gate) one float32 step down (off > gate implies fl32(off) ≥ fl32(gate));
+    ``err`` the float64 error bound rounded up by 10⁻⁴. False means
+    a ≥ fl32(fl32(U²)·(1 + 10⁻⁵)) + err, so the exact score is
+    s ≥ a − err ≥ U²(1 + 10⁻⁵)(1 − 3·2⁻²⁴) ≥ (θ + off)²(1 + 9·10⁻⁶) where U > 0: then
+    fl(√s) > θ + off and r ≥ θ (see :func:`_any_below`); U ≤ 0 means θ + off ≤ 0 ≤ cost."""
+    u = th + o
+    return (a < u * u * _C32 + err) & (u > 0) & (o > gt)
+
+
+@nb.njit(inline="always")
+def _hit32(a, off, th, gt, err):
+    """:func:`_maybe32` for any column of a block (branch-free, so that it vectorizes)."""
+    hit = False
+    for q in range(off.shape[0]):
+        hit |= _maybe32(a[q], off[q], th, gt, err)
+    return hit
+
+
+@nb.njit(inline="always")
+def _keep(r, th, j, best, cnt, vals, idxs):
+    """Count r < θ, keep the minimum and the len(vals) smallest (r, j)."""
+    if r < th:
+        cnt += 1
+        if r < best:
+            best = r
+        if vals.shape[0] > 0 and r < vals[-1]:
+            _insert(vals, idxs, r, j)
+    return best, cnt
 
 
 @nb.njit(parallel=True, cache=True)
-def _scan_gated(rows, x, yts, metric, degree, kxx, kyy, tflat, toff, tsize, root, cmax, off,
-                key, gmax, theta, gate, out_min, out_cnt, out_idx, out_val):
-    """Columns sorted by ``key`` ascending (``yts``, ``kyy``, ``off`` in that order). For
-    each listed row i (position p), over the columns j with key_j < θ_p and off_j > gate_p
-    (a prefix of the order, minus the blocks whose largest off_j fails the gate):
-    r_j = cost(x_i, y_j) − off_j where cost ≤ cmax. out_cnt = #{r_j < θ_p};
-    out_min = min(θ_p, min r_j); out_idx/out_val = the smallest r_j < θ_p, ascending
-    (positions in the sorted order)."""
-    n = rows.shape[0]
+def _scan_gated(prow, x, yts, metric, degree, kxx, kyy, tflat, toff, tsize, root, cmax, off,
+                gmax, theta, gate, end, chunks, threads, s32, xm2, nx32, nx64, yt32, ny32,
+                nymax, off32, omax, cerr, out_min, out_cnt, out_idx, out_val):
+    """Columns sorted by key ascending (``yts``, ``kyy``, ``off`` in that order). For each
+    listed row i = prow[p], over the columns j < end[p] (those with key_j < θ_p) with
+    off_j > gate_p (minus the blocks whose largest off_j fails the gate): r_j = cost(x_i,
+    y_j) − off_j where cost ≤ cmax. out_cnt = #{r_j < θ_p}; out_min = min(θ_p, min r_j);
+    out_idx/out_val = the smallest r_j < θ_p, ascending (positions in the sorted order).
+
+    Tiled: the rows come sorted by end (descending) in chunks ``chunks[c]..chunks[c+1]``;
+    a block of columns (GATE_BLOCK of them, in L1) is scored against every row of the chunk
+    that needs it before the next block is read (row by row, a prefix of 10⁵–10⁶ columns
+    streamed from memory). A block is first tested without √ and branches
+    (:func:`_any_below`) or, with ``s32`` (Euclidean cost), from float32 scores with a
+    rigorous error bound (:func:`_hit32`; ``cerr``·(‖x‖² + max ‖y‖² of the block), the
+    bound of :func:`~.screen._lower`); only a block that may hold a pair is scored exactly.
+    Hits are rare (a few per row), so that pre-test is the cost. Each row sees its columns
+    in increasing order, as a row-by-row scan would: the results are the same."""
     cap = out_idx.shape[1]
     blk = GATE_BLOCK
-    for p in nb.prange(n):
+    n_y = off.shape[0]
+    nch = chunks.shape[0] - 1
+    T = min(threads, max(nch, 1))
+    for t in nb.prange(T):
         acc = np.empty(blk)
-        i = rows[p]
-        th = theta[p]
-        gt = gate[p]
-        vals = out_val[p]
-        idxs = out_idx[p]
-        for q in range(cap):
-            vals[q] = np.inf
-            idxs[q] = -1
-        best = th
-        cnt = 0
-        end = np.searchsorted(key, th)  # key_j < θ
-        for b in range((end + blk - 1) // blk):
-            if gmax[b] <= gt:
-                continue
-            t0 = b * blk
-            w = min(blk, end - t0)
-            _scores(acc, x[i], yts, t0, w, metric, degree, kxx[i], kyy, tflat, toff, tsize)
-            for q in range(w):
-                j = t0 + q
-                if off[j] <= gt:
-                    continue
-                c_ = _cost(acc[q], root)
-                if c_ > cmax:
-                    continue
-                r = c_ - off[j]
-                if r < th:
-                    cnt += 1
-                    if r < best:
-                        best = r
-                    if cap > 0 and r < vals[cap - 1]:
-                        _insert(vals, idxs, r, j)
-        out_min[p] = best
-        out_cnt[p] = cnt
+        a32 = np.empty(blk, np.float32)
+        # chunks are sorted by work: thread t takes every T-th one
+        for c in range(t, nch, T):
+            lo, hi = chunks[c], chunks[c + 1]
+            for p in range(lo, hi):
+                for q in range(cap):
+                    out_val[p, q] = np.inf
+                    out_idx[p, q] = -1
+                out_min[p] = theta[p]
+                out_cnt[p] = 0
+            na = hi - lo
+            nblk = (end[lo] + blk - 1) // blk if na > 0 else 0
+            for b in range(nblk):
+                t0 = b * blk
+                while na > 0 and end[lo + na - 1] <= t0:
+                    na -= 1
+                if na == 0:
+                    break
+                g = gmax[b]
+                wfull = min(blk, n_y - t0)
+                for p in range(lo, lo + na):
+                    gt = gate[p]
+                    if g <= gt:
+                        continue
+                    w = min(wfull, end[p] - t0)
+                    i = prow[p]
+                    th = theta[p]
+                    ob = off[t0:t0 + w]
+                    best = out_min[p]
+                    cnt = out_cnt[p]
+                    vals = out_val[p]
+                    idxs = out_idx[p]
+                    if s32:
+                        _block32(a32[:w], xm2[i], nx32[i], yt32, ny32[t0:t0 + w], t0)
+                        th32 = np.float32(th + 2.0**-20 * (abs(th) + omax[b]))
+                        gt32 = np.nextafter(np.float32(gt), np.float32(-np.inf))
+                        e = np.float32(cerr * (nx64[i] + nymax[b]) * (1.0 + 1e-4))
+                        ob32 = off32[t0:t0 + w]
+                        if not _hit32(a32, ob32, th32, gt32, e):
+                            continue
+                        # hits are rare: score exactly only the columns that may pass
+                        for q in range(w):
+                            o = ob[q]
+                            if not _maybe32(a32[q], ob32[q], th32, gt32, e) or o <= gt:
+                                continue
+                            _scores(acc, x[i], yts, t0 + q, 1, metric, degree, kxx[i], kyy,
+                                    tflat, toff, tsize)
+                            c_ = _cost(acc[0], root)
+                            if c_ <= cmax:
+                                best, cnt = _keep(c_ - o, th, t0 + q, best, cnt, vals, idxs)
+                    else:
+                        _scores(acc, x[i], yts, t0, w, metric, degree, kxx[i], kyy, tflat,
+                                toff, tsize)
+                        if not _any_below(acc, ob, th, gt, root):
+                            continue
+                        for q in range(w):
+                            o = ob[q]
+                            c_ = _cost(acc[q], root)
+                            if o > gt and c_ <= cmax:
+                                best, cnt = _keep(c_ - o, th, t0 + q, best, cnt, vals, idxs)
+                    out_min[p] = best
+                    out_cnt[p] = cnt
 
 
 @dataclass
@@ -376,9 +503,34 @@ class Scan:
     val: np.ndarray      # their cost − off_j
 
 
+_NO_SCREEN = (False, np.empty((0, 0), np.float32), np.empty(0, np.float32), np.empty(0),
+              np.empty((0, 0), np.float32), np.empty(0, np.float32), np.empty(0),
+              np.empty(0, np.float32), np.empty(0), 0.0)
+
+
+def _screen_args(pw: Pairwise, yts: np.ndarray, off: np.ndarray, starts: np.ndarray
+                 ) -> tuple:
+    """The float32 copies of the scan's screen (columns in the scan's order): rows
+    pre-scaled by −2 (exact), float32 norms, float64 norms of the rows and the largest per
+    block of columns, the offsets in float32 and the largest |off| per block, and the
+    error constant c = 4(m+3)·2⁻²³ of :func:`~.screen._lower`."""
+    x32 = pw.x.astype(np.float32)
+    yt32 = yts.astype(np.float32)
+    nx32 = np.einsum("ij,ij->i", x32, x32).astype(np.float32)
+    ny32 = np.einsum("ij,ij->j", yt32, yt32).astype(np.float32)
+    nymax = np.maximum.reduceat(np.einsum("ij,ij->j", yts, yts), starts)
+    cerr = 4.0 * (pw.x.shape[1] + 3) * 2.0**-23
+    with np.errstate(over="ignore"):  # |off| beyond float32: inf, a block that always hits
+        off32 = off.astype(np.float32)
+    omax = np.maximum.reduceat(np.abs(off), starts)
+    return (True, -2.0 * x32, nx32, np.einsum("ij,ij->i", pw.x, pw.x), yt32, ny32, nymax,
+            off32, omax, cerr)
+
+
 def scan_gated(pw: Pairwise, rows: np.ndarray, off: np.ndarray, key: np.ndarray,
                theta: np.ndarray, gate: np.ndarray, *, cmax: float = np.inf, cap: int = 8,
-               progress: Progress | None = None) -> tuple[Scan, np.ndarray]:
+               screened: bool = False, progress: Progress | None = None
+               ) -> tuple[Scan, np.ndarray]:
     """The pairs of the listed rows with r_ij = c(x_i, y_j) − off_j < θ_i (cost ≤ ``cmax``),
     looking only at the columns with key_j < θ_i and off_j > gate_i — the caller's proof
     that no other column can have r_ij < θ_i (the certificate: key = β − v, off = v,
@@ -390,7 +542,10 @@ def scan_gated(pw: Pairwise, rows: np.ndarray, off: np.ndarray, key: np.ndarray,
     attack). Returns (scan, nxt): ``scan.min`` = min(θ_i, min r_ij) — a lower bound of
     r_ij over *all* columns under the caller's proof — ``scan.count`` and the (up to
     ``cap``) smallest r_ij < θ_i; ``nxt`` a lower bound of r_ij over the columns not in
-    ``scan.idx``."""
+    ``scan.idx``. ``screened`` (Euclidean cost only): blocks are pre-tested in float32
+    (same results, see :func:`_scan_gated`)."""
+    if screened and not (pw.code == 0 and pw.root):
+        raise LinkriskError("the float32 screen covers the Euclidean cost only")
     rows = np.ascontiguousarray(rows, dtype=np.int64)
     n, n_y = rows.shape[0], pw.y.shape[0]
     theta = np.ascontiguousarray(np.broadcast_to(theta, (n,)), dtype=np.float64)
@@ -404,18 +559,35 @@ def scan_gated(pw: Pairwise, rows: np.ndarray, off: np.ndarray, key: np.ndarray,
     off_s = np.ascontiguousarray(off[order])
     yts = np.ascontiguousarray(pw.yt[:, order])
     kyy = np.ascontiguousarray(pw.kyy[order])
-    gmax = np.maximum.reduceat(off_s, np.arange(0, n_y, GATE_BLOCK))
+    starts = np.arange(0, n_y, GATE_BLOCK)
+    gmax = np.maximum.reduceat(off_s, starts)
     code, degree, kxx, _, tflat, toff, tsize = pw.args
+    f32 = _screen_args(pw, yts, off_s, starts) if screened else _NO_SCREEN
+    # rows by prefix length, longest first, in chunks of SCAN_ROWS that share each block
+    end = np.searchsorted(key_s, theta)  # key_j < θ
+    order_p = np.argsort(-end, kind="stable")
+    s_end = np.ascontiguousarray(end[order_p])
+    s_rows, s_theta, s_gate = rows[order_p], theta[order_p], gate[order_p]
     mins, cnt = np.empty(n), np.empty(n, np.int64)
     idx, val = np.empty((n, cap + 1), np.int64), np.empty((n, cap + 1))
-    step = max(512, -(-n // 32))
-    for lo in range(0, n, step):
-        hi = min(lo + step, n)
-        _scan_gated(rows[lo:hi], pw.x, yts, code, degree, kxx, kyy, tflat, toff, tsize,
-                    pw.root, float(cmax), off_s, key_s, gmax, theta[lo:hi], gate[lo:hi],
-                    mins[lo:hi], cnt[lo:hi], idx[lo:hi], val[lo:hi])
+    chunks = np.append(np.arange(0, n, SCAN_ROWS), n)
+    # Python-level parts of about equal work (a prefix length each), for progress reports
+    work = np.cumsum(s_end[chunks[:-1]] + GATE_BLOCK, dtype=np.float64)
+    cut = np.searchsorted(work, np.linspace(0, work[-1], 33)[1:-1]) if n else []
+    bounds = np.unique(np.concatenate([[0], cut, [chunks.shape[0] - 1]])).astype(np.int64)
+    for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+        ch = chunks[a:b + 1]
+        lo, hi = ch[0], ch[-1]
+        _scan_gated(s_rows[lo:hi], pw.x, yts, code, degree, kxx, kyy, tflat, toff, tsize,
+                    pw.root, float(cmax), off_s, gmax, s_theta[lo:hi], s_gate[lo:hi],
+                    s_end[lo:hi], ch - lo, nb.get_num_threads(), *f32, mins[lo:hi],
+                    cnt[lo:hi], idx[lo:hi], val[lo:hi])
         if progress is not None:
-            progress(hi, n)
+            progress(int(hi), n)
+    # back to the caller's row order
+    inv = np.empty(n, np.int64)
+    inv[order_p] = np.arange(n)
+    mins, cnt, idx, val = mins[inv], cnt[inv], idx[inv], val[inv]
     idx = np.where(idx >= 0, order[np.maximum(idx, 0)], -1)
     nxt = np.where(cnt > cap, val[:, cap], theta)
     return Scan(rows, mins, cnt, idx[:, :cap], val[:, :cap]), nxt

@@ -708,7 +708,8 @@ def _certify(pw: Pairwise, pw_t: Pairwise | None, sa: SparseAssignment, lists: _
         # of u_i in the next rounds' warm starts (most rows' u_i creeps up a little)
         theta = u[rows] - tol + SCAN_SLACK * (np.abs(u[rows]) + tol)
         scan, nxt = scan_gated(pw, rows, v, lists.beta - v, theta, lists.alpha[rows] - theta,
-                               cmax=delta, cap=SCAN_CAP, progress=stages.stage(800, 1000))
+                               cmax=delta, cap=SCAN_CAP, screened=lists.screened,
+                               progress=stages.stage(800, 1000))
         # min(θ_i, exact minimum): a lower bound of c_ij − v_j outside the lists
         known[rows] = scan.min
         bad = scan.min < u[rows] - tol
@@ -725,7 +726,8 @@ def _certify(pw: Pairwise, pw_t: Pairwise | None, sa: SparseAssignment, lists: _
         # v_j − tol among the rows with α_i − u_i < v_j − tol and u_i > β_j − v_j + tol
         theta = v[cols] - tol
         scan, _ = scan_gated(pw_t, cols, u, lists.alpha - u, theta,
-                             lists.beta[cols] - theta, cmax=delta, cap=SCAN_CAP)
+                             lists.beta[cols] - theta, cmax=delta, cap=SCAN_CAP,
+                             screened=lists.screened)
         bad = scan.min < theta
         if bad.any():
             violated = True
@@ -756,7 +758,8 @@ def _tight_outside(pw: Pairwise, sa: SparseAssignment, lists: _Lists, delta: flo
         gate = np.nextafter(lists.alpha[rows] - u[rows] - tol, -np.inf)
         cap = 16
         while True:
-            s, _ = scan_gated(pw, rows, v, lists.beta - v, theta, gate, cmax=delta, cap=cap)
+            s, _ = scan_gated(pw, rows, v, lists.beta - v, theta, gate, cmax=delta, cap=cap,
+                              screened=lists.screened)
             if s.count.max(initial=0) <= cap:
                 break
             cap = int(s.count.max())
