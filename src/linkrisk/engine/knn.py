@@ -312,7 +312,8 @@ def knn(pw: Pairwise, k: int, kb: int | None = None, *, progress: Progress | Non
 # ---------------------------------------------------------------------------------------
 # reduced-cost scan (the certificate) and the other per-row scans
 # ---------------------------------------------------------------------------------------
-#: columns per block of the gated scan (a block is skipped when no column passes the gate)
+#: columns per block of the gated scan (a block is skipped when no column passes the gate;
+#: first certificate of the 2·10⁵ benchmark problem: 64 → 256 columns 1.19 → 1.00 s)
 GATE_BLOCK = 256
 #: rows of the gated scan that share each block of columns while it is in cache
 SCAN_ROWS = 64
@@ -538,9 +539,11 @@ def scan_gated(pw: Pairwise, rows: np.ndarray, off: np.ndarray, key: np.ndarray,
 
     Columns are sorted by key once, so each row scans a prefix in blocks of
     ``GATE_BLOCK``, skipping blocks where no off_j passes the gate: the work is the
-    number of such pairs, not n_rows × n_cols (a few % of the full scan in the global
-    attack). Returns (scan, nxt): ``scan.min`` = min(θ_i, min r_ij) — a lower bound of
-    r_ij over *all* columns under the caller's proof — ``scan.count`` and the (up to
+    number of such pairs, not n_rows × n_cols (16 % of the full scan in the global
+    attack's first certificate at 2·10⁵ records, 26 % at 10⁶). Rows with similar prefixes
+    share each block while it is in cache, and a block is pre-tested before any pair is
+    scored exactly. Returns (scan, nxt): ``scan.min`` = min(θ_i, min r_ij) — a lower bound
+    of r_ij over *all* columns under the caller's proof — ``scan.count`` and the (up to
     ``cap``) smallest r_ij < θ_i; ``nxt`` a lower bound of r_ij over the columns not in
     ``scan.idx``. ``screened`` (Euclidean cost only): blocks are pre-tested in float32
     (same results, see :func:`_scan_gated`)."""
