@@ -35,9 +35,10 @@ Four solvers, all exact:
               β_j − v_j < u_i − tol (a prefix of the columns sorted by β − v) and
               v_j > α_i − u_i + tol (:func:`~.knn.scan_gated`: 16–26 % of a full row at
               2·10⁵–10⁶, tiled over rows and pre-tested in float32 for the Euclidean cost);
-           4. violating edges (and each violating row's 8 best) are added to G, the rows'
-              u lowered (a warm start: only they are re-augmented) and the check repeated
-              until no violation. G without a perfect matching → k doubles.
+           4. violating edges (each violating row's 8 best, more when few rows are
+              scanned) are added to G, the rows' u lowered (a warm start: only they are
+              re-augmented) and the check repeated until no violation. G without a
+              perfect matching → k doubles.
            A scanned row remembers a lower bound on its c_ij − v_j outside G; warm starts
            only lower v, so it is rescanned only when its u_i grows past that bound. A
            round that frees many rows restarts the solver instead (shortest augmenting
@@ -112,8 +113,12 @@ RISE_EPS = 0.01
 RISEN_MAX = 0.05
 #: relative tolerance of the certificate (and of ties)
 RTOL = 1e-9
-#: edges kept per row by a certificate scan
+#: edges kept per row by a certificate scan ...
 SCAN_CAP = 8
+#: ... or more when few rows are scanned: up to this many edges per certificate, at most
+#: SCAN_CAP_MAX a row (10⁶: the last 7 rounds each added the same row's next 8 edges)
+SCAN_EDGES = 2**16
+SCAN_CAP_MAX = 256
 #: a certificate scan of row i looks for c_ij − v_j below u_i − tol + SCAN_SLACK·|u_i|,
 #: so that it need not be repeated when a warm start raises u_i by less
 SCAN_SLACK = 0.02
@@ -708,8 +713,9 @@ def _certify(pw: Pairwise, pw_t: Pairwise | None, sa: SparseAssignment, lists: _
         # scanning to a margin above u_i − tol leaves a bound that survives small rises
         # of u_i in the next rounds' warm starts (most rows' u_i creeps up a little)
         theta = u[rows] - tol + SCAN_SLACK * (np.abs(u[rows]) + tol)
+        cap = int(np.clip(SCAN_EDGES // rows.size, SCAN_CAP, SCAN_CAP_MAX))
         scan, nxt = scan_gated(pw, rows, v, lists.beta - v, theta, lists.alpha[rows] - theta,
-                               cmax=delta, cap=SCAN_CAP, screened=lists.screened,
+                               cmax=delta, cap=cap, screened=lists.screened,
                                progress=stages.stage(800, 1000))
         # min(θ_i, exact minimum): a lower bound of c_ij − v_j outside the lists
         known[rows] = scan.min
