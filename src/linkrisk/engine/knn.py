@@ -419,8 +419,9 @@ def _scan_gated(prow, x, yts, metric, degree, kxx, kyy, tflat, toff, tsize, root
     streamed from memory). A block is first tested without √ and branches
     (:func:`_any_below`) or, with ``s32`` (Euclidean cost), from float32 scores with a
     rigorous error bound (:func:`_hit32`; ``cerr``·(‖x‖² + max ‖y‖² of the block), the
-    bound of :func:`~.screen._lower`); only a block that may hold a pair is scored exactly.
-    Hits are rare (a few per row), so that pre-test is the cost. Each row sees its columns
+    bound of :func:`~.screen._lower`); only a block that may hold a pair is scored exactly
+    (with ``s32`` only its columns that may pass). Hits are rare (a few per row), so the
+    pre-test is the cost. Each row sees its columns
     in increasing order, as a row-by-row scan would: the results are the same."""
     cap = out_idx.shape[1]
     blk = GATE_BLOCK
