@@ -531,8 +531,8 @@ def _screen_args(pw: Pairwise, yts: np.ndarray, off: np.ndarray, starts: np.ndar
 
 def scan_gated(pw: Pairwise, rows: np.ndarray, off: np.ndarray, key: np.ndarray,
                theta: np.ndarray, gate: np.ndarray, *, cmax: float = np.inf, cap: int = 8,
-               screened: bool = False, progress: Progress | None = None
-               ) -> tuple[Scan, np.ndarray]:
+               screened: bool = False, rows_per_tile: int = SCAN_ROWS,
+               progress: Progress | None = None) -> tuple[Scan, np.ndarray]:
     """The pairs of the listed rows with r_ij = c(x_i, y_j) − off_j < θ_i (cost ≤ ``cmax``),
     looking only at the columns with key_j < θ_i and off_j > gate_i — the caller's proof
     that no other column can have r_ij < θ_i (the certificate: key = β − v, off = v,
@@ -547,7 +547,8 @@ def scan_gated(pw: Pairwise, rows: np.ndarray, off: np.ndarray, key: np.ndarray,
     of r_ij over *all* columns under the caller's proof — ``scan.count`` and the (up to
     ``cap``) smallest r_ij < θ_i; ``nxt`` a lower bound of r_ij over the columns not in
     ``scan.idx``. ``screened`` (Euclidean cost only): blocks are pre-tested in float32
-    (same results, see :func:`_scan_gated`)."""
+    (same results, see :func:`_scan_gated`); ``rows_per_tile``: rows sharing each block
+    (1 = row by row; for benchmarks)."""
     if screened and not (pw.code == 0 and pw.root):
         raise LinkriskError("the float32 screen covers the Euclidean cost only")
     rows = np.ascontiguousarray(rows, dtype=np.int64)
@@ -567,14 +568,14 @@ def scan_gated(pw: Pairwise, rows: np.ndarray, off: np.ndarray, key: np.ndarray,
     gmax = np.maximum.reduceat(off_s, starts)
     code, degree, kxx, _, tflat, toff, tsize = pw.args
     f32 = _screen_args(pw, yts, off_s, starts) if screened else _NO_SCREEN
-    # rows by prefix length, longest first, in chunks of SCAN_ROWS that share each block
+    # rows by prefix length, longest first, in chunks that share each block
     end = np.searchsorted(key_s, theta)  # key_j < θ
     order_p = np.argsort(-end, kind="stable")
     s_end = np.ascontiguousarray(end[order_p])
     s_rows, s_theta, s_gate = rows[order_p], theta[order_p], gate[order_p]
     mins, cnt = np.empty(n), np.empty(n, np.int64)
     idx, val = np.empty((n, cap + 1), np.int64), np.empty((n, cap + 1))
-    chunks = np.append(np.arange(0, n, SCAN_ROWS), n)
+    chunks = np.append(np.arange(0, n, max(int(rows_per_tile), 1)), n)
     # Python-level parts of about equal work (a prefix length each), for progress reports
     work = np.cumsum(s_end[chunks[:-1]] + GATE_BLOCK, dtype=np.float64)
     cut = np.searchsorted(work, np.linspace(0, work[-1], 33)[1:-1]) if n else []
