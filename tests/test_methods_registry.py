@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 
 from linkrisk import catalog
 from linkrisk.attacks import ATTACKS, attack, attack_params
+from linkrisk.attacks.base import attacks_for
 from linkrisk.cli import app
 from linkrisk.errors import LinkriskError
 from linkrisk.masking import METHODS, mask
@@ -163,6 +164,15 @@ def test_declared_kinds_are_the_kinds_the_attack_runs_on(name):
             ran = False
         assert ran == spec.accepts(kinds), (name, kinds)
     assert spec.accepts({"a": "numeric"}) == ("numeric" in spec.kinds)
+
+
+def test_attacks_for_kinds():
+    assert attacks_for({"x": "numeric"}) == [n for n, s in ATTACKS.items()
+                                             if "numeric" in s.kinds]
+    cat = attacks_for(["ordinal", "nominal"])
+    assert {"dbrl", "dbrl_l1", "dbrl_hamming", "dbrl_mixed", "prl", "gdbrl"} == set(cat)
+    mixed = attacks_for({"x": "numeric", "m": "nominal"})
+    assert "dbrl_l1" not in mixed and "dbrl_hamming" not in mixed and "dbrl" in mixed
 
 
 # ------------------------------------------------------------------ one validation place

@@ -119,10 +119,10 @@ def render(text: str) -> str:
 
 def markdown_all() -> str:
     """Every generated table, for ``linkrisk methods --markdown``."""
-    parts = ["## Attacks\n", attacks_markdown()]
+    parts = ["## Attacks\n\n", attacks_markdown()]
     for s in ATTACKS.values():
         parts += [f"\n### `{s.name}`\n\n{s.summary}\n\n", params_markdown(s.params)]
-    parts += ["\n## Masking methods\n", masking_markdown()]
+    parts += ["\n## Masking methods\n\n", masking_markdown()]
     for s in METHODS.values():
         parts += [f"\n### `{s.name}`\n\n{s.summary}\n\n", params_markdown(s.params)]
     return "".join(parts)

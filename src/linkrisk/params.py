@@ -117,8 +117,30 @@ def coerce_param(owner: str, name: str, value: Any, typ: type) -> Any:
 
     ``None`` and ``object`` parameters pass unchanged; a mapping given to a non-list
     parameter is coerced value by value (per-column values, e.g.
-    ``threshold={"age": 80}``). Raises :class:`LinkriskError` naming ``owner`` and
-    ``name`` when the value does not fit.
+    ``threshold={"age": 80}``).
+
+    Parameters
+    ----------
+    owner : str
+        The attack or masking method, named in the error message.
+    name : str
+        The parameter's name.
+    value : Any
+        The caller's value.
+    typ : type
+        The declared type: ``int`` (whole numbers, also "3" or 3.0), ``float``, ``str``,
+        ``bool`` (also "true"/"false"/"yes"/"no"/"1"/"0"), ``list`` (a comma-separated
+        string is split) or ``object``.
+
+    Returns
+    -------
+    Any
+        The value as ``typ``.
+
+    Raises
+    ------
+    LinkriskError
+        When the value does not fit the type (one line naming ``owner`` and ``name``).
     """
     if value is None or typ is object:
         return value

@@ -230,3 +230,20 @@ def register(name: str, summary: str, *, kinds: tuple[str, ...] = ("numeric",),
         return fn
 
     return deco
+
+
+def attacks_for(kinds: Iterable[str] | Mapping[str, str]) -> list[str]:
+    """The registered attacks that accept QIs of these kinds with their default parameters.
+
+    Parameters
+    ----------
+    kinds : iterable of str or mapping
+        The QIs' kinds (``numeric``, ``ordinal``, ``nominal``), or ``{column: kind}``.
+
+    Returns
+    -------
+    list of str
+        Attack names in registration order (see :meth:`AttackSpec.accepts`).
+    """
+    vals = list(kinds.values() if isinstance(kinds, Mapping) else kinds)
+    return [name for name, spec in ATTACKS.items() if spec.accepts(vals)]
