@@ -1,7 +1,7 @@
 """Assess Census released with rank swapping (p = 5), write the HTML report and screenshot
 it in headless Chromium (Debian's ``chromium`` package: ``apt-get install chromium``).
 
-    python scripts/report_screenshot.py --data-dir ../shared/data
+    python scripts/report_screenshot.py [--data-dir DIR]
     # → docs/report-census-rankswap.html and docs/report-census-rankswap.png
 """
 
@@ -47,7 +47,9 @@ def screenshot(html_path: Path, png_path: Path, width: int = 1200, height: int =
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data-dir", default=None)
+    ap.add_argument("--data-dir", default=None,
+                    help="folder with census.csv that overrides the packaged file "
+                         "(default: $LINKRISK_DATA, else the file shipped with linkrisk)")
     ap.add_argument("--out", default=str(Path(__file__).resolve().parents[1] / "docs"
                                          / "report-census-rankswap"),
                     help="output path without suffix (.html and .png are written)")

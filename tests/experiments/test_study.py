@@ -60,13 +60,13 @@ def _tiny(**over):
 
 
 def test_seeds_independent_reproducible_and_deterministic_methods_once(data_dir):
-    tasks = expand(load_config(_tiny()), str(data_dir))
+    tasks = expand(load_config(_tiny()), data_dir)
     noise = [t for t in tasks if t.method == "noise"]
     micro = [t for t in tasks if t.method == "microaggregation_ir"]
     assert len(noise) == 6 and len(micro) == 1
     seeds = [t.seed for t in noise]
     assert len(set(seeds)) == len(seeds)
-    assert seeds == [t.seed for t in expand(load_config(_tiny()), str(data_dir))
+    assert seeds == [t.seed for t in expand(load_config(_tiny()), data_dir)
                      if t.method == "noise"]
     assert replication_seeds(7, "cell", 3) == replication_seeds(7, "cell", 5)[:3]
     assert replication_seeds(7, "cell", 3) != replication_seeds(8, "cell", 3)
