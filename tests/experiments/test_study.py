@@ -141,3 +141,12 @@ def test_yaml_config(tmp_path, data_dir):
                  "masking: [{method: noise, param: a, values: [0.5]}]\nattacks: [dbrl]\n")
     res = linkrisk.study(y, data_dir=data_dir, out_dir=tmp_path / "out", processes=1)
     assert res.tasks == 2
+
+
+def test_bad_data_folder_is_refused_before_any_work(tmp_path, monkeypatch):
+    with pytest.raises(LinkriskError, match="is not a folder"):
+        linkrisk.study(_tiny(), data_dir=tmp_path / "nope", out_dir=tmp_path / "out")
+    monkeypatch.setenv("LINKRISK_DATA", str(tmp_path / "nope"))
+    with pytest.raises(LinkriskError, match="LINKRISK_DATA"):
+        linkrisk.study(_tiny(), out_dir=tmp_path / "out")
+    assert not (tmp_path / "out").exists()
