@@ -72,7 +72,10 @@ def test_missing_file_and_nan(files, tmp_path):
 
 
 def test_datasets_and_methods_commands(tmp_path):
-    p = run("datasets", check=True)  # packaged: no argument, no environment variable
+    # packaged: no argument, no environment variable; python -m linkrisk is the CLI too
+    p = subprocess.run([sys.executable, "-m", "linkrisk", "datasets"], capture_output=True,
+                       text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
     for name, ref in datasets.REFERENCE.items():
         assert f"{name}  {ref.title}: {ref.rows:,} records" in p.stdout
     assert "GPL-2" in p.stdout and "CC BY 4.0" in p.stdout and "packaged" in p.stdout
@@ -82,8 +85,5 @@ def test_datasets_and_methods_commands(tmp_path):
     datasets.load("census", raw=True).to_csv(tmp_path / "census.csv", index=False)
     p = run("datasets", "--data-dir", tmp_path, check=True)
     assert "[found]" in p.stdout.split("eia")[0] and "[missing]" in p.stdout
-    p = subprocess.run([sys.executable, "-m", "linkrisk", "--help"], capture_output=True,
-                       text=True, timeout=60)
-    assert p.returncode == 0 and "datasets" in p.stdout
     p = run("methods", check=True)
     assert "rbrl_max" in p.stdout
