@@ -15,6 +15,7 @@ combination) = the number of distinct records.
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 
 import numpy as np
@@ -79,4 +80,8 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except LinkriskError as exc:  # e.g. a --data-dir that is not a folder: one line, exit 2
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(2)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import linkrisk
 from linkrisk.data import atomic_write_text
+from linkrisk.errors import LinkriskError
 
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
                   "--no-first-run", "--disable-background-networking",
@@ -70,4 +71,8 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except LinkriskError as exc:  # e.g. a --data-dir that is not a folder: one line, exit 2
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(2)
