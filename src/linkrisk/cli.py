@@ -12,6 +12,7 @@ from typing import Annotated, Any
 import pandas as pd
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
@@ -209,8 +210,9 @@ def study_cmd(
     config: Annotated[str, typer.Argument(help="study file (TOML/YAML) or built-in name "
                                                "(rank-vs-distance, rank-swap, synthetic, "
                                                "global, categorical)")],
-    data_dir: Annotated[Path | None, typer.Option(help="reference data folder "
-                                                       "(default: $LINKRISK_DATA)")] = None,
+    data_dir: Annotated[Path | None, typer.Option(help="folder overriding the packaged "
+                                                       "reference files (default: "
+                                                       "$LINKRISK_DATA)")] = None,
     output: Annotated[Path | None, typer.Option("--output", "-o",
                                                 help="results folder (default: study-NAME)")] = None,
     replications: Annotated[int | None, typer.Option(help="replications of random masking "
@@ -342,20 +344,38 @@ def methods(
 
 @app.command()
 def datasets(
-    data_dir: Annotated[Path | None, typer.Option(help="reference data folder "
-                                                       "(default: $LINKRISK_DATA)")] = None,
+    data_dir: Annotated[Path | None, typer.Option(help="folder overriding the packaged "
+                                                       "files (default: $LINKRISK_DATA)")] = None,
 ) -> None:
-    """List the reference datasets and whether they are found in the data folder."""
-    t = Table(title="reference datasets", title_justify="left")
-    for c in ("name", "description", "found"):
-        t.add_column(c)
+    """List the reference datasets that ship with linkrisk: source, licence, size and the
+    attributes the literature uses (docs/datasets.md)."""
+    d = ds.resolve_data_dir(data_dir)
+    out.print("reference datasets: linkrisk.datasets.load(NAME); sources and licences in "
+              "docs/datasets.md", highlight=False)
+    for name, ref in ds.REFERENCE.items():
+        where = ""
+        if d is not None:
+            where = "  \\[found]" if _found(name, d) else "  [bold red]\\[missing][/]"
+        out.print(f"\n[bold]{name}[/]  {ref.title}: {ref.rows:,} records × {ref.columns} "
+                  f"columns, {ref.distinct:,} distinct{where}", highlight=False)
+        g = Table.grid(padding=(0, 1))
+        g.add_column(style="dim", no_wrap=True)
+        g.add_column()
+        for label, text in (("  returns", ref.attributes), ("  source", ref.source),
+                            ("  licence", ref.licence)):
+            g.add_row(label, escape(text))
+        out.print(g, highlight=False)
+    out.print("\nfiles: " + ("packaged with linkrisk (linkrisk/reference/*.csv.gz); "
+                             "--data-dir or LINKRISK_DATA overrides them" if d is None else
+                             f"the override folder {escape(str(d))}"), highlight=False)
+
+
+def _found(name: str, d: Path) -> bool:
     try:
-        d = ds.resolve_data_dir(data_dir)
+        ds.locate(name, d)
     except LinkriskError:
-        d = None
-    for name, (fname, desc) in ds.REFERENCE.items():
-        t.add_row(name, desc, "yes" if d is not None and (d / fname).exists() else "no")
-    out.print(t)
+        return False
+    return True
 
 
 def main() -> None:
