@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 
 import linkrisk
-from linkrisk.data import atomic_write_text
+from linkrisk.fileio import atomic_write_text
 
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
                   "--no-first-run", "--disable-background-networking",
