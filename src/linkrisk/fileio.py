@@ -1,4 +1,4 @@
-"""Reading and writing microdata files (see ``docs/methods.md``, "File formats").
+"""Reading and writing microdata files (the README's "File formats" lists them).
 
 ``read_input(spec)`` is what every command uses: ``-`` is CSV on stdin, an existing path is
 read by its format, and otherwise a built-in reference dataset name (``census``, ``eia``,
