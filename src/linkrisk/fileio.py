@@ -285,10 +285,13 @@ def _read_csv(src: Path | bytes, name: str) -> pd.DataFrame:
     delim = _sniff(text, truncated)
     header = next(csv.reader(io.StringIO(text.lstrip("\ufeff")), delimiter=delim), [])
     _check_header(header, name)
-    source: Any = io.BytesIO(src) if isinstance(src, bytes) else src
+
+    def read(**kw: Any) -> pd.DataFrame:
+        source: Any = io.BytesIO(src) if isinstance(src, bytes) else src
+        return pd.read_csv(source, sep=delim, encoding=encoding, compression=comp, **kw)
+
     try:
-        df = pd.read_csv(source, sep=delim, dtype=str, encoding=encoding, compression=comp,
-                         keep_default_na=True, skip_blank_lines=True)
+        df = read()
     except pd.errors.EmptyDataError as exc:
         raise LinkriskError(f"{name} is empty: it has no header and no rows") from exc
     except UnicodeDecodeError as exc:
@@ -297,7 +300,7 @@ def _read_csv(src: Path | bytes, name: str) -> pd.DataFrame:
         first = str(exc).strip().splitlines()[0].replace("Error tokenizing data. C error: ", "")
         raise LinkriskError(f"cannot read {name} as CSV with delimiter {delim!r}: {first}"
                             ) from exc
-    if not isinstance(df.index, pd.RangeIndex):
+    if not df.index.equals(pd.RangeIndex(len(df))):
         raise LinkriskError(f"the rows of {name} have one field more than its header: "
                             "give the first column a name")
     if len(df) == 0:
@@ -306,7 +309,8 @@ def _read_csv(src: Path | bytes, name: str) -> pd.DataFrame:
         df.columns = header
     else:
         header = [str(c) for c in df.columns]
-    df = _convert_numbers(df, header, name, delim)
+    df = _convert_numbers(df, header, name, delim,
+                          lambda cols: read(dtype=str, usecols=cols))
     return _drop_index_columns(df, header, name)
 
 
@@ -378,20 +382,17 @@ def _col_name(header: list[str], j: int) -> str:
     return repr(header[j]) if header[j].strip() else f"number {j + 1}"
 
 
-def _convert_numbers(df: pd.DataFrame, header: list[str], name: str, delim: str
-                     ) -> pd.DataFrame:
-    """Columns (read as strings) become numbers where every value is a number: plain, or
-    with thousands separators or decimal commas (one convention per file). A column of
-    mostly numbers that holds some text is refused."""
+def _convert_numbers(df: pd.DataFrame, header: list[str], name: str, delim: str,
+                     raw: Callable[[list[int]], pd.DataFrame]) -> pd.DataFrame:
+    """Text columns become numbers where every value is a number with thousands separators
+    or decimal commas (one convention per file). A column of mostly numbers that holds some
+    text is refused. ``raw(positions)``: those columns as the strings in the file."""
     plain: dict[int, pd.Series] = {}
     pending: dict[int, pd.Series] = {}
     for j in range(df.shape[1]):
         s = df.iloc[:, j]
-        try:
-            plain[j] = pd.to_numeric(s)
-            continue
-        except (ValueError, TypeError):
-            pass
+        if pd.api.types.is_numeric_dtype(s) or s.isna().all():
+            continue  # numbers pandas could read (or no values at all)
         nn = s.dropna().astype(str)
         isnum = (pd.to_numeric(nn, errors="coerce").notna() | nn.str.match(_TH_FULL)
                  | nn.str.match(_DC_FULL))
@@ -407,14 +408,15 @@ def _convert_numbers(df: pd.DataFrame, header: list[str], name: str, delim: str
                 "column is categorical write its codes as text")
         pending[j] = nn
     if pending:
-        _parse_separators(df, header, name, delim, plain, pending)
+        _parse_separators(df, header, name, delim, plain, pending, raw)
     for j, v in plain.items():
         df.isetitem(j, v)
     return df
 
 
 def _parse_separators(df: pd.DataFrame, header: list[str], name: str, delim: str,
-                      plain: dict[int, pd.Series], pending: dict[int, pd.Series]) -> None:
+                      plain: dict[int, pd.Series], pending: dict[int, pd.Series],
+                      raw: Callable[[list[int]], pd.DataFrame]) -> None:
     """Parse the ``pending`` columns (numbers with separators) into ``plain``, choosing one
     decimal convention for the whole file: thousands separators when some value can only
     be read so ('1,234,567', '1,234.5'), decimal commas when some value can only be read so
@@ -438,11 +440,14 @@ def _parse_separators(df: pd.DataFrame, header: list[str], name: str, delim: str
                   else "a thousands separator, as usual in ','-separated files"))
     what = "thousands separators" if conv == "thousands" else "decimal commas"
     if conv == "decimal":  # a '.' in a column read as plain numbers is a thousands separator
-        for j in list(plain):
-            raw = df.iloc[:, j].dropna().astype(str)
-            if raw.str.contains(".", regex=False).any():
-                pending[j] = raw
-                del plain[j]
+        floats = [j for j in range(df.shape[1]) if j not in pending
+                  and pd.api.types.is_float_dtype(df.iloc[:, j])]
+        if floats:
+            text = raw(floats)
+            for k, j in enumerate(floats):
+                s = text.iloc[:, k].dropna().astype(str)
+                if s.str.contains(".", regex=False).any():
+                    pending[j] = s
     full = _TH_FULL if conv == "thousands" else _DC_FULL
     for j, nn in pending.items():
         ok = nn.str.match(full)
