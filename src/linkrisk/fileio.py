@@ -225,28 +225,27 @@ def _encoding_message(name: str, exc: UnicodeDecodeError) -> str:
 
 def _sniff(text: str, truncated: bool) -> str:
     """The delimiter among DELIMITERS that splits the header and every sampled line into
-    the same number (> 1) of fields; the largest such number wins. ',' when none does."""
+    the same number of fields, the largest such number winning (a single column when only
+    1 is consistent); when none is consistent, the one that splits the header most."""
     lines = text.splitlines()
     if truncated and len(lines) > 1:
         lines = lines[:-1]  # the last line may be cut by the sample
     lines = [ln for ln in lines[:200] if ln.strip()]
-    best, best_n = ",", 1
+    if not lines:
+        return ","
+    best, best_n = None, 0
+    header_n = {}
     for d in DELIMITERS:
         try:
             rows = list(csv.reader(lines, delimiter=d))
         except csv.Error:
             continue
-        if not rows:
-            continue
-        n = len(rows[0])
-        if n > best_n and all(len(r) == n for r in rows):
-            best, best_n = d, n
-    if best_n == 1 and lines:  # no consistent split: the delimiter that splits the header
-        counts = {d: len(next(csv.reader(lines[:1], delimiter=d), [])) for d in DELIMITERS}
-        d = max(counts, key=lambda k: counts[k])
-        if counts[d] > 1:
-            return d
-    return best
+        header_n[d] = len(rows[0])
+        if all(len(r) == len(rows[0]) for r in rows) and len(rows[0]) > best_n:
+            best, best_n = d, len(rows[0])
+    if best is not None:
+        return best
+    return max(DELIMITERS, key=lambda d: (header_n.get(d, 0), d == ","))
 
 
 def _read_csv(src: Path | bytes, name: str) -> pd.DataFrame:
