@@ -416,3 +416,28 @@ def test_utf16_and_bom_are_read(tmp_path):
     for f in ("u16.txt", "bom.csv"):
         t = read_table(tmp_path / f)
         assert list(t.columns) == ["a", "b"] and t.to_numpy().tolist() == [[1, 2], [3, 4]]
+
+
+def test_sas7bdat_reads_the_catalog_labels(labelled, tmp_path, monkeypatch):
+    """No open writer makes SAS7BDAT files, so the reader is fed a labelled file's data
+    and metadata; what is checked is that the sibling catalog is passed and applied."""
+    d, _, _ = labelled
+    seen = {}
+
+    def fake(path, catalog_file=None, **kw):
+        seen["catalog"] = catalog_file
+        df, meta = pyreadstat.read_sav(d / "in.sav", apply_value_formats=False)
+        if catalog_file is None:
+            meta.variable_value_labels = {}
+        return df, meta
+
+    monkeypatch.setattr(pyreadstat, "read_sas7bdat", fake)
+    (tmp_path / "x.sas7bdat").write_bytes(b"stand-in")
+    plain = read_table(tmp_path / "x.sas7bdat")
+    assert seen["catalog"] is None and infer_kind(plain["region"]) == "numeric"
+    (tmp_path / "x.sas7bcat").write_bytes(b"stand-in")
+    lab = read_table(tmp_path / "x.sas7bdat")
+    assert seen["catalog"] == str(tmp_path / "x.sas7bcat")
+    # SAS has no measure levels: fully labelled variables become unordered categories
+    assert infer_kind(lab["educ"]) == "nominal" and infer_kind(lab["income"]) == "numeric"
+    assert list(lab["region"].cat.categories) == ["North", "South", "East", "West"]

@@ -31,7 +31,8 @@ read by its format, and otherwise a built-in reference dataset name (``census``,
   ====================================  =============================================
 
   Category names are the labels (``"label (code)"`` when two codes share a label); values
-  without a label keep their code as name. SPSS user-missing values are read as missing.
+  without a label keep their code as name. SPSS user-missing values are read as missing
+  (and written back as system-missing).
   The file's metadata (value labels, variable labels, measure levels, file label) is kept
   in ``df.attrs["linkrisk_meta"]``.
 
