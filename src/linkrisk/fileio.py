@@ -54,6 +54,7 @@ import codecs
 import csv
 import gzip
 import io
+import json
 import lzma
 import os
 import re
@@ -174,9 +175,21 @@ _FORMAT_NAMES = {"csv": "CSV", "parquet": "Parquet", "stata": "Stata", "spss": "
 
 def _read_parquet(p: Path) -> pd.DataFrame:
     try:
-        return pd.read_parquet(p)
+        import pyarrow.parquet as pq
+
+        df = pd.read_parquet(p)
+        schema_meta = pq.read_schema(p).metadata or {}
     except ImportError as exc:  # pyarrow is an extra
         raise LinkriskError("reading Parquet needs pyarrow: pip install pyarrow") from exc
+    # pyarrow stores Categoricals of numbers as plain numbers; pandas' metadata says which
+    pandas_meta = json.loads(schema_meta.get(b"pandas", b"{}") or b"{}")
+    for col in pandas_meta.get("columns", []):
+        c = col.get("name")
+        if (col.get("pandas_type") == "categorical" and c in df.columns
+                and not isinstance(df[c].dtype, pd.CategoricalDtype)):
+            ordered = bool((col.get("metadata") or {}).get("ordered"))
+            df[c] = pd.Categorical(df[c], ordered=ordered)
+    return df
 
 
 # ----------------------------------------------------------------------------------- CSV
@@ -728,10 +741,8 @@ def _readstat_frame(df: pd.DataFrame, meta: dict, fmt: str
                 col = col.astype(np.int64)
             out[c] = col
             labels = {}
-            for nm, code in mapping.items():
-                if numeric_cats and not codes and code == nm and code not in old_labels:
-                    continue  # a bare code: no label
-                lab = old_labels.get(code, str(nm))
+            for nm, code in mapping.items():  # every category labelled: read back as one
+                lab = old_labels.get(code, _code_name(nm) if numeric_cats else str(nm))
                 labels[int(code) if float(code).is_integer() else float(code)] = lab
             if labels:
                 value_labels[str(c)] = labels
