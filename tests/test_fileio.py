@@ -270,20 +270,25 @@ def test_read_input_names_and_errors(tmp_path, monkeypatch):
 
 @pytest.mark.slow
 def test_stdin_and_stdout(tmp_path):
-    """`mask census -o -` writes CSV to stdout (notes to stderr); `attack census -` reads it."""
+    """`mask census -o - | attack census -`: CSV on stdout (notes on stderr), read from stdin."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     base = [sys.executable, "-m", "linkrisk.cli"]
-    m = subprocess.run([*base, "mask", "census", "-m", "rank_swap", "-p", "p=5", "--seed",
-                        "1", "-o", "-"], capture_output=True, timeout=300, env=env,
-                       cwd=tmp_path)
-    assert m.returncode == 0, m.stderr
-    assert b"wrote stdout" in m.stderr and not list(tmp_path.iterdir())
-    rel = pd.read_csv(io.BytesIO(m.stdout))
+    tee = tmp_path / "released.csv"
+    m = subprocess.Popen([*base, "mask", "census", "-m", "rank_swap", "-p", "p=5", "--seed",
+                          "1", "-o", "-"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         env=env, cwd=tmp_path)
+    t = subprocess.Popen(["tee", str(tee)], stdin=m.stdout, stdout=subprocess.PIPE)
+    a = subprocess.run([*base, "attack", "census", "-", "--json"], stdin=t.stdout,
+                       capture_output=True, timeout=300, env=env, cwd=tmp_path)
+    m.stdout.close()
+    t.stdout.close()
+    assert m.wait(timeout=60) == 0 and t.wait(timeout=60) == 0
+    assert b"wrote stdout" in m.stderr.read()
+    assert a.returncode == 0, a.stderr
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["released.csv"]  # no file '-'
+    rel = pd.read_csv(tee)
     census = linkrisk.datasets.load("census")
     pd.testing.assert_frame_equal(rel, linkrisk.mask(census, "rank_swap", p=5, seed=1))
-    a = subprocess.run([*base, "attack", "census", "-", "--json"], input=m.stdout,
-                       capture_output=True, timeout=300, env=env)
-    assert a.returncode == 0, a.stderr
     assert json.loads(a.stdout)[0]["rate"] == linkrisk.attack(census, rel).rate
 
 

@@ -239,8 +239,9 @@ def _encoding_message(name: str, exc: UnicodeDecodeError) -> str:
 
 def _sniff(text: str, truncated: bool) -> str:
     """The delimiter among DELIMITERS that splits the header and every sampled line into
-    the same number of fields, the largest such number winning (a single column when only
-    1 is consistent); when none is consistent, the one that splits the header most."""
+    the same number (> 1) of fields, the largest such number winning; else the one that
+    splits the header most (rows that do not match are then reported by the parser); a
+    single column when no delimiter splits the header."""
     lines = text.splitlines()
     if truncated and len(lines) > 1:
         lines = lines[:-1]  # the last line may be cut by the sample
@@ -257,9 +258,10 @@ def _sniff(text: str, truncated: bool) -> str:
         header_n[d] = len(rows[0])
         if all(len(r) == len(rows[0]) for r in rows) and len(rows[0]) > best_n:
             best, best_n = d, len(rows[0])
-    if best is not None:
+    widest = max(DELIMITERS, key=lambda d: (header_n.get(d, 0), d == ","))
+    if best is not None and (best_n > 1 or header_n.get(widest, 0) == 1):
         return best
-    return max(DELIMITERS, key=lambda d: (header_n.get(d, 0), d == ","))
+    return widest  # ragged rows: pandas names the first bad line
 
 
 def _read_csv(src: Path | bytes, name: str) -> pd.DataFrame:
