@@ -363,6 +363,8 @@ BAD = {  # name -> (file name, content or writer, expected words in the one erro
                              "not UTF-8"),
     "duplicate names": ("d.csv", b"x,y,x\n1,2,3\n4,5,6\n", "'x' appears twice"),
     "text in numbers": ("t.csv", b"a,b\n1,2\n.,3\n4,5\n6,7\n", "row 2 holds '.'"),
+    "percent signs": ("p.csv", b"a,b\n12%,1\n7.5%,2\n", "unit or currency sign"),
+    "currency signs": ("c.csv", 'a,b\n"$1,200",1\n€ 12,2\n'.encode(), "'$1,200'"),
     "thousands and decimal commas": ("m.csv", b'a;b\n"1,234,567";1\n"2,5";2\n', "mixes"),
     "bad grouping": ("i.csv", b'a,b\n"1,23,456",1\n"1,234",2\n', "'1,23,456'"),
     "ragged rows": ("r.csv", b"a,b\n1,2\n3,4,5\n6,7\n", "Expected 2 fields in line 3"),

@@ -385,11 +385,12 @@ def _drop_index_columns(df: pd.DataFrame, header: list[str], name: str) -> pd.Da
 
 # numbers: plain, with group separators, with a decimal comma
 _GROUP = "[ '\u00a0\u202f]"  # separators that are never decimal marks
-_TH_FULL = rf"^\s*[+-]?(\d{{1,3}}(,\d{{3}}|{_GROUP}\d{{3}})+|\d+)(\.\d+)?\s*$"
-_DC_FULL = rf"^\s*[+-]?(\d{{1,3}}(\.\d{{3}}|{_GROUP}\d{{3}})+|\d+)(,\d+)?\s*$"
+_TH_FULL = rf"^\s*[+-]?([1-9]\d{{0,2}}(,\d{{3}}|{_GROUP}\d{{3}})+|\d+)(\.\d+)?\s*$"
+_DC_FULL = rf"^\s*[+-]?([1-9]\d{{0,2}}(\.\d{{3}}|{_GROUP}\d{{3}})+|\d+)(,\d+)?\s*$"
 _TH_UNAMB = (r"^\s*[+-]?(\d{1,3}(,\d{3}){2,}(\.\d+)?|\d{1,3}(,\d{3})+\.\d+)\s*$")
 _DC_UNAMB = (r"^\s*[+-]?(\d*,\d{1,2}|\d*,\d{4,}|\d{4,},\d+|0,\d+|"
              r"\d{1,3}(\.\d{3})+,\d+|\d{1,3}(\.\d{3}){2,})\s*$")
+_UNIT = r"^\s*[$€£¥]?\s*[+-]?[\d.,' \u00a0\u202f]*\d[\d.,' \u00a0\u202f]*\s*%?\s*$"
 _AMBIG = r"^\s*[+-]?[1-9]\d{0,2},\d{3}\s*$"
 
 
@@ -411,8 +412,15 @@ def _convert_numbers(df: pd.DataFrame, header: list[str], name: str, delim: str,
         nn = s.dropna().astype(str)
         isnum = (pd.to_numeric(nn, errors="coerce").notna() | nn.str.match(_TH_FULL)
                  | nn.str.match(_DC_FULL))
-        if isnum.mean() < 0.5:
+        unit = ~isnum & nn.str.match(_UNIT) & nn.str.contains("[$€£¥%]")
+        if (isnum | unit).mean() < 0.5:
             continue  # a text column
+        if unit.any():
+            i = unit.to_numpy().nonzero()[0][0]
+            raise LinkriskError(
+                f"column {_col_name(header, j)} of {name} holds numbers with a unit or "
+                f"currency sign (row {nn.index[i] + 1}: {nn.iloc[i]!r}): read as text it "
+                "would be a categorical QI; remove the signs so that it is read as numbers")
         bad = ~isnum
         if bad.any():
             i = bad.to_numpy().nonzero()[0][0]
