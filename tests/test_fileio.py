@@ -416,6 +416,16 @@ def test_unwritable_outputs_refused_before_masking(output, words, tmp_path, monk
     assert list(tmp_path.iterdir()) == []
 
 
+def test_spaces_and_trailing_delimiters(tmp_path):
+    (tmp_path / "s.csv").write_text("a, b,\n1, 2,\n3, 4,\n")
+    with pytest.warns(FileFormatWarning, match="no name and no values"):
+        t = read_table(tmp_path / "s.csv")
+    assert list(t.columns) == ["a", "b"] and t.to_numpy().tolist() == [[1, 2], [3, 4]]
+    (tmp_path / "d.csv").write_text("a, a\n1,2\n")
+    with pytest.raises(LinkriskError, match="'a' appears twice"):
+        read_table(tmp_path / "d.csv")
+
+
 def test_utf16_and_bom_are_read(tmp_path):
     text = "a\tb\n1\t2\n3\t4\n"
     (tmp_path / "u16.txt").write_bytes(text.encode("utf-16"))

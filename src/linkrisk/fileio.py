@@ -299,6 +299,7 @@ def _read_csv(src: Path | bytes, name: str) -> pd.DataFrame:
         raise LinkriskError(f"{name} is a binary file, not CSV text")
     delim = _sniff(text, truncated)
     header = next(csv.reader(io.StringIO(text.lstrip("\ufeff")), delimiter=delim), [])
+    header = [h.strip() for h in header]  # "a, b": the column is "b"
     _check_header(header, name)
 
     def read(**kw: Any) -> pd.DataFrame:
