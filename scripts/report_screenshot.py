@@ -15,8 +15,8 @@ import tempfile
 from pathlib import Path
 
 import linkrisk
-from linkrisk.data import atomic_write_text
 from linkrisk.errors import LinkriskError
+from linkrisk.fileio import atomic_write_text
 
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
                   "--no-first-run", "--disable-background-networking",

@@ -20,9 +20,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..data import atomic_write_text
 from ..datasets import resolve_data_dir
 from ..errors import LinkriskError
+from ..fileio import atomic_write_text
 from .config import Study, builtin_names, load_config
 from .runner import default_processes, expand, replication_seeds, run_tasks
 
