@@ -611,7 +611,7 @@ def run_prl(ctx: LinkContext, q: int = 10, tol: Any = None, max_fp: float = 0.01
     m = len(ctx.qi)
     if m > MAX_ATTRIBUTES:
         raise LinkriskError(f"prl compares at most {MAX_ATTRIBUTES} attributes (2^m agreement "
-                            f"patterns); got {m}: choose fewer QIs with qi=")
+                            f"patterns); got {m}: choose fewer QIs with --qi (qi=)")
     if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or max_iter < 1:
         raise LinkriskError(f"max_iter must be a positive integer, got {max_iter!r}")
     cmp = compare(ctx, q, tol)
