@@ -61,9 +61,13 @@ def why_not(ctx: LinkContext, method: str, params: Mapping[str, Any] | None = No
     spec = ATTACKS[method]
     params = dict(params or {})
     accepts = spec.kinds
-    if method == "gdbrl" and params.get("metric") in (None, "euclidean", "sqeuclidean", "l1",
-                                                       "hamming", "mixed"):
-        accepts = KINDS  # these metrics encode categorical QIs (see .categorical)
+    # the standardized distances encode categorical QIs (see .categorical.categorical_space)
+    if method in ("dbrl", "dbrl_l1") or (method == "gdbrl" and params.get("metric") in (
+            None, "euclidean", "sqeuclidean", "l1", "hamming", "mixed")):
+        accepts = KINDS
+    mixed = len({k == "numeric" for k in ctx.kinds.values()}) > 1
+    if mixed and (method == "dbrl_l1" or (method == "gdbrl" and params.get("metric") == "l1")):
+        return "the L1 distance is not available for files mixing numeric and categorical QIs"
     bad_kind = sorted({k for k in ctx.kinds.values() if k not in accepts})
     if bad_kind:
         cols = [c for c in ctx.qi if ctx.kinds[c] in bad_kind]
