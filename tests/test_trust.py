@@ -166,9 +166,11 @@ def test_id_and_weight_heuristics():
 def test_explicit_qi_is_used_as_given_and_identity_release_kept():
     df = pd.DataFrame({"id": range(30), "x": np.linspace(0, 1, 30) ** 2})
     notes: list[str] = []
-    assert select_qi(df, df, "id,x", notes=notes) == ["id", "x"] and notes == []
+    assert select_qi(df, df, "id,x", notes=notes, screen=True) == ["id", "x"] and notes == []
+    # the research API keeps every common column unless asked to screen
+    assert select_qi(df, df) == ["id", "x"]
     # the release equals the original on every QI: they stay, with a warning
-    same = select_qi(df[["x"]], df[["x"]], truth=np.arange(30), notes=notes)
+    same = select_qi(df[["x"]], df[["x"]], truth=np.arange(30), notes=notes, screen=True)
     assert same == ["x"] and "nothing was masked" in notes[0]
 
 
@@ -214,7 +216,7 @@ def test_attack_all_on_numeric_files_runs_and_lists_skips(pair, tmp_path, capsys
     names = {r["method"] for r in json.loads(out)}
     applicable = {n for n in linkrisk.ATTACKS if n != "dbrl_hamming"}
     assert names == applicable
-    assert "not run dbrl_hamming: needs ordinal or nominal QIs" in err
+    assert "not run dbrl_hamming: hamming compares categories" in err
     assert "--kinds" in err and "kinds={" not in err
 
 

@@ -175,7 +175,7 @@ def assess(
         warnings.simplefilter("always", LinkriskWarning)
         ctx, direction = make_context(original, masked, qi, ids=ids, kinds=kinds,
                                       memory_budget=memory_budget, seed=seed,
-                                      assume_row_order=assume_row_order)
+                                      assume_row_order=assume_row_order, screen_qi=True)
     warned = [str(w.message) for w in caught if issubclass(w.category, LinkriskWarning)]
     for w in caught:
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
@@ -199,9 +199,13 @@ def assess(
     skipped: dict[str, str] = {}
     for name in names:
         why = why_not(ctx, name, params.get(name))
-        if why is None and name == "gdbrl" and not explicit and max(ctx.n_a, ctx.n_b) > global_max_n:
-            why = (f"files above {global_max_n:,} records (the global attack takes minutes "
-                   "there); ask for it by name (--method gdbrl) to run it")
+        if why is None and name == "gdbrl" and not explicit:
+            if ctx.n_a != ctx.n_b:
+                why = (f"files of unequal size ({ctx.n_a:,} and {ctx.n_b:,}): the global "
+                       "attack would pad the smaller one; ask for it by name to run it")
+            elif ctx.n_a > global_max_n:
+                why = (f"files above {global_max_n:,} records (the global attack takes "
+                       "minutes there); ask for it by name (--method gdbrl) to run it")
         if why is not None:
             if explicit:
                 raise LinkriskError(f"{name} cannot run on these files: {why}")

@@ -244,7 +244,8 @@ def attack(
     a, b = read_input(original), read_input(masked)
     ctx, direction = make_context(a, b, qi, ids=ids, kinds=k, direction=direction,
                                   memory_budget=budget, seed=seed, backend=backend,
-                                  scheduler=scheduler, assume_row_order=assume_row_order)
+                                  scheduler=scheduler, assume_row_order=assume_row_order,
+                                  screen_qi=True)
     skipped: dict[str, str] = {}
     for mth in methods:  # every attack's applicability before any runs
         mine = {p: v for p, v in params.items() if p in accepted[mth]}

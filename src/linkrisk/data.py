@@ -171,12 +171,14 @@ def select_qi(
     *,
     truth: np.ndarray | None = None,
     notes: list[str] | None = None,
+    screen: bool = False,
 ) -> list[str]:
     """The QI columns: those named, or (default) every column common to both files except
-    the id columns, id-like columns (:func:`id_like`), weight-like columns
+    the id columns. With ``screen`` (the data owner's paths: ``assess`` and the CLI) the
+    default also leaves out id-like columns (:func:`id_like`), weight-like columns
     (:func:`weight_like`) and columns the release carries unchanged under ``truth``
-    (:func:`unchanged_in_release`). Each left-out column is named in ``notes`` (the caller
-    shows them as warnings). Raises when a named column is missing from either file."""
+    (:func:`unchanged_in_release`), each named in ``notes`` (the caller shows them as
+    warnings). Raises when a named column is missing from either file."""
     id_cols = _qi_arg(ids, "ids") or []
     cols = _qi_arg(qi, "qi")
     if cols is None:
@@ -186,6 +188,8 @@ def select_qi(
                 "the two files have no column in common; name the QI columns with --qi "
                 "(files must use the same column names)"
             )
+        if not screen:
+            return cols
         idl = [c for c in cols if id_like(original[c], c)]
         wts = [c for c in cols if c not in idl and weight_like(c)]
         rest = [c for c in cols if c not in idl and c not in wts]
@@ -236,14 +240,15 @@ def infer_kind(s: pd.Series) -> str:
 
 
 def coded(s: pd.Series) -> bool:
-    """Whether a numeric column looks like integer-coded categories: integer values, at
-    most :data:`CODED_MAX_LEVELS` distinct ones and at most one per two records."""
-    if not pd.api.types.is_numeric_dtype(s) or pd.api.types.is_bool_dtype(s):
+    """Whether a column looks like integer-coded categories: an integer dtype (as read
+    from a CSV of codes; floats are taken for measurements), at most
+    :data:`CODED_MAX_LEVELS` distinct values and at most one per two records."""
+    if not pd.api.types.is_integer_dtype(s) or pd.api.types.is_bool_dtype(s):
         return False
     if isinstance(s.dtype, pd.CategoricalDtype):
         return False
     v = s.dropna().to_numpy(dtype=np.float64)
-    if v.size < 4 or not np.all(np.isfinite(v)) or not np.all(v == np.round(v)):
+    if v.size < 4:
         return False
     k = np.unique(v).size
     return k <= CODED_MAX_LEVELS and 2 * k <= len(s)

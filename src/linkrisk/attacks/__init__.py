@@ -56,8 +56,9 @@ def attack_params(method: str) -> list[str]:
 def why_not(ctx: LinkContext, method: str, params: Mapping[str, Any] | None = None
             ) -> str | None:
     """Why attack ``method`` cannot run on these files (None when it can): QI kinds it does
-    not accept (:attr:`AttackSpec.kinds`), unequal sizes for the global attack, too few true
-    pairs for the attacks that estimate statistics on them, parameters it lacks."""
+    not accept (:attr:`AttackSpec.kinds`; the standardized distances also encode
+    categories), too few true pairs for the attacks that estimate statistics on them,
+    parameters it lacks."""
     spec = ATTACKS[method]
     params = dict(params or {})
     accepts = spec.kinds
@@ -67,16 +68,20 @@ def why_not(ctx: LinkContext, method: str, params: Mapping[str, Any] | None = No
         accepts = KINDS
     mixed = len({k == "numeric" for k in ctx.kinds.values()}) > 1
     if mixed and (method == "dbrl_l1" or (method == "gdbrl" and params.get("metric") == "l1")):
-        return "the L1 distance is not available for files mixing numeric and categorical QIs"
+        return (f"{method} is not available for files mixing numeric and categorical QIs; "
+                "use dbrl_mixed")
     bad_kind = sorted({k for k in ctx.kinds.values() if k not in accepts})
+    if method == "dbrl_hamming" and bad_kind:
+        c = next(c for c in ctx.qi if ctx.kinds[c] == "numeric")
+        return (f"hamming compares categories but {c!r} is numeric; declare it nominal "
+                f"(--kinds {c}=nominal) or use the mixed metric (dbrl_mixed)")
     if bad_kind:
         cols = [c for c in ctx.qi if ctx.kinds[c] in bad_kind]
         return (f"needs {' or '.join(accepts)} QIs, but {', '.join(map(str, cols[:5]))}"
                 f"{' …' if len(cols) > 5 else ''} {'is' if len(cols) == 1 else 'are'} "
-                f"{'/'.join(bad_kind)} (change with --kinds or --qi)")
-    if method == "gdbrl" and ctx.n_a != ctx.n_b and not params.get("pad"):
-        return (f"the global attack matches records one to one and needs files of equal size "
-                f"(here {ctx.n_a:,} and {ctx.n_b:,})")
+                f"{'/'.join(bad_kind)}"
+                f"{' (categorical)' if 'numeric' not in bad_kind else ''} "
+                "(change with --kinds or --qi)")
     if method in ("dbrl2", "mahalanobis") and int((ctx.truth >= 0).sum()) < 2:
         return "estimates statistics over the true pairs and needs at least 2 of them"
     accepted = attack_params(method)
@@ -100,13 +105,14 @@ def make_context(
     backend: str = "local",
     scheduler: Any = None,
     assume_row_order: bool = False,
+    screen_qi: bool = False,
 ) -> tuple[LinkContext, str]:
     """Validate the inputs once and build the :class:`LinkContext` shared by attacks.
 
-    Default QIs leave out id-like, weight-like and unchanged columns; integer columns with
-    few distinct values are read as nominal codes (see :func:`linkrisk.data.select_qi`,
-    :func:`linkrisk.data.attribute_kinds`): each such decision is a
-    :class:`LinkriskWarning`. Without ``ids`` the truth is row order, which is checked
+    Integer columns with few distinct values are read as nominal codes
+    (:func:`linkrisk.data.attribute_kinds`); with ``screen_qi`` (``assess`` and the CLI)
+    the default QIs also leave out id-like, weight-like and unchanged columns
+    (:func:`linkrisk.data.select_qi`). Each such decision is a :class:`LinkriskWarning`. Without ``ids`` the truth is row order, which is checked
     first (:func:`linkrisk.truth.row_order_check`) unless ``assume_row_order``; the check's
     outcome is ``ctx.truth_check``."""
     for name, df in (("original", original), ("masked", masked)):
@@ -133,7 +139,7 @@ def make_context(
     truth = truth_from_ids(a_df, b_df, ids)
     notes: list[str] = []
     t_ab = truth if direction == "original->masked" else _invert(truth, len(original))
-    cols = select_qi(original, masked, qi, ids, truth=t_ab, notes=notes)
+    cols = select_qi(original, masked, qi, ids, truth=t_ab, notes=notes, screen=screen_qi)
     k = attribute_kinds(original, cols, kinds, notes=notes)
     for note in notes:
         warnings.warn(note, LinkriskWarning, stacklevel=2)
