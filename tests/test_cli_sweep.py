@@ -154,18 +154,18 @@ def _fewer_rows(d: Path) -> None:
     _csv(d, "m.csv", pd.read_csv(d / "m.csv").head(N - 5))
 
 
-O, M = "{d}/o.csv", "{d}/m.csv"
-ATTACK = ["attack", O, M]
-ASSESS = ["assess", O, M]
+ORIG, REL = "{d}/o.csv", "{d}/m.csv"
+ATTACK = ["attack", ORIG, REL]
+ASSESS = ["assess", ORIG, REL]
 
 #: (case id, setup, argv, exit code, a phrase of the one stderr line)
 SWEEP = [
-    ("missing original file", base, ["attack", "{d}/none.csv", M], 2, "file not found"),
-    ("missing released file", base, ["attack", O, "{d}/none.csv"], 2, "file not found"),
+    ("missing original file", base, ["attack", "{d}/none.csv", REL], 2, "file not found"),
+    ("missing released file", base, ["attack", ORIG, "{d}/none.csv"], 2, "file not found"),
     ("empty file", _empty, ATTACK, 2, "is empty"),
     ("header-only file", _header_only, ATTACK, 2, "header but no rows"),
-    ("directory as input", mkdir("sub"), ["attack", O, "{d}/sub"], 2, "is a directory"),
-    ("garbage Parquet", _garbage_parquet, ["attack", O, "{d}/m.parquet"], 2, "m.parquet"),
+    ("directory as input", mkdir("sub"), ["attack", ORIG, "{d}/sub"], 2, "is a directory"),
+    ("garbage Parquet", _garbage_parquet, ["attack", ORIG, "{d}/m.parquet"], 2, "m.parquet"),
     ("mismatched rows, no ids", _fewer_rows, ATTACK, 2, "without id columns truth is row order"),
     ("NaN in a QI", with_masked(lambda m: _set(m, "v2", 7, np.nan)), ATTACK, 2,
      "missing values"),
@@ -197,7 +197,7 @@ SWEEP = [
     ("kernel d=200", base, ATTACK + ["-m", "kernel", "-p", "d=200"], 2, "integer from 1 to"),
     ("kernel d=0", base, ATTACK + ["-m", "kernel", "-p", "d=0"], 2, "integer from 1 to"),
     ("negative seed, attack", base, ATTACK + ["--seed", "-5"], 2, "non-negative integer"),
-    ("negative seed, mask", base, ["mask", O, "-m", "noise", "-o", "{d}/r.csv", "--seed", "-5"],
+    ("negative seed, mask", base, ["mask", ORIG, "-m", "noise", "-o", "{d}/r.csv", "--seed", "-5"],
      2, "non-negative integer"),
     ("garbage --memory", base, ATTACK + ["--memory", "1.2.3MiB"], 2, "cannot read memory size"),
     ("--memory below 1 MiB", base, ATTACK + ["--memory", "1000"], 2, "at least 1 MiB"),
@@ -213,7 +213,7 @@ SWEEP = [
     ("existing report without --force", touch("r.html"), ASSESS + ["-o", "{d}/r.html"], 2,
      "exists; pass --force"),
     ("existing release without --force", touch("r.csv"),
-     ["mask", O, "-m", "noise", "-o", "{d}/r.csv", "--seed", "1"], 2, "exists; pass --force"),
+     ["mask", ORIG, "-m", "noise", "-o", "{d}/r.csv", "--seed", "1"], 2, "exists; pass --force"),
     ("report into a missing directory", base, ASSESS + ["-o", "{d}/nodir/r.html"], 2,
      "does not exist"),
     ("--per-record into a missing directory", base,
@@ -221,14 +221,14 @@ SWEEP = [
     ("report onto a directory, --force", mkdir("out"), ASSESS + ["-o", "{d}/out", "--force"], 2,
      "is a directory"),
     ("release onto a directory", mkdir("out"),
-     ["mask", O, "-m", "noise", "-o", "{d}/out", "--seed", "1"], 2, "is a directory"),
-    ("unknown masking method", base, ["mask", O, "-m", "blur", "-o", "{d}/r.csv"], 2,
+     ["mask", ORIG, "-m", "noise", "-o", "{d}/out", "--seed", "1"], 2, "is a directory"),
+    ("unknown masking method", base, ["mask", ORIG, "-m", "blur", "-o", "{d}/r.csv"], 2,
      "unknown masking method"),
     ("k > n in microaggregation", _one_row,
      ["mask", "{d}/one.csv", "-m", "mdav", "-p", "k=5", "-o", "{d}/r.csv", "--seed", "1"], 2,
      "out of range"),
     ("mask a column that is not there", base,
-     ["mask", O, "-m", "noise", "--columns", "zz", "-o", "{d}/r.csv", "--seed", "1"], 2, "zz"),
+     ["mask", ORIG, "-m", "noise", "--columns", "zz", "-o", "{d}/r.csv", "--seed", "1"], 2, "zz"),
     ("demo with 3 records", base, ["demo", "--n", "3"], 2, "--n ≥ 10"),
     ("unknown study", base, ["study", "{d}/nope.toml"], 2, "nope"),
     # documented successes
@@ -308,6 +308,7 @@ def sweep_table(tmp_path_factory=None) -> str:  # pragma: no cover - used for th
 
 
 # ------------------------------------------------------------------ Ctrl-C, for real
+@pytest.mark.slow
 def test_ctrl_c_during_a_long_attack(tmp_path):
     """SIGINT while an attack runs: exit 130, one line, no partial --per-record file."""
     big = datasets.synthetic(60_000, 6, seed=1)
@@ -325,7 +326,7 @@ def test_ctrl_c_during_a_long_attack(tmp_path):
     stdout, stderr = p.communicate(timeout=120)
     assert p.returncode == 130, stderr
     lines = [ln for ln in stderr.splitlines() if ln.strip() and ": " in ln
-             and not ln.split(":")[0] in ("kernel", "rbrl_sum", "dbrl2")]  # progress lines
+             and ln.split(":")[0] not in ("kernel", "rbrl_sum", "dbrl2")]  # progress lines
     assert lines == ["error: interrupted; no output was written"], stderr
     assert "Traceback" not in stderr
     assert not out.exists()
