@@ -367,9 +367,10 @@ def assess_cmd(
                                                           key=lambda r: -r.rate)],
                              f"{original.name} → {masked.name}: {len(res.settings['qi'])} QIs"))
         m = res.measures
-        shown = [f"{k} {m[k]:.2f}" for k in ("IL", "PIL", "ID", "DR", "Score") if k in m]
+        shown = [f"{k} {m[k]:.2f}{'' if k == 'Score' else ' %'}"
+                 for k in ("IL", "PIL", "ID", "DR", "Score") if k in m]
         if shown:
-            out.print("measures (%): " + ", ".join(shown))
+            out.print("measures: " + ", ".join(shown))
         top = records_at_risk(res.records, 1)
         out.print(f"QIs used: {escape(', '.join(map(str, res.settings['qi'])))}", soft_wrap=True)
         out.print(f"Worst case: [bold]{escape(w.method)}[/] re-identifies {pct:.2f} % of the "
