@@ -53,34 +53,32 @@ class RowOrderCheck:
                 f"{100 * (1 - self.mean_rank):.0f} % of other released records)")
 
 
-def _encode(a: pd.DataFrame, b: pd.DataFrame, qi: Sequence[str], kinds: Mapping[str, str]
-            ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Numeric QIs standardized per file (NaN → 0, infinities clipped) and categorical QIs
-    as integer codes common to both files."""
+def _encode(frames: Sequence[tuple[pd.DataFrame, np.ndarray]], qi: Sequence[str],
+            kinds: Mapping[str, str]) -> list[tuple[np.ndarray, np.ndarray]]:
+    """For each (file, rows): numeric QIs standardized by the whole file's mean and sd
+    (NaN → 0, infinities dropped) and categorical QIs as integer codes shared by all the
+    pieces. Only the sampled rows are copied (the files may hold 10⁶ records)."""
     num = [c for c in qi if kinds.get(c) == "numeric"]
     cat = [c for c in qi if kinds.get(c) != "numeric"]
-
-    def std(df: pd.DataFrame) -> np.ndarray:
-        if not num:
-            return np.zeros((len(df), 0))
-        x = np.column_stack([pd.to_numeric(df[c], errors="coerce").to_numpy(np.float64,
-                                                                               na_value=np.nan)
-                             for c in num])
-        x[~np.isfinite(x)] = np.nan
-        with np.errstate(all="ignore"):
-            mu = np.nanmean(x, axis=0)
-            sd = np.nanstd(x, axis=0)
-        sd = np.where(np.isfinite(sd) & (sd > 0), sd, 1.0)
-        z = (x - np.where(np.isfinite(mu), mu, 0.0)) / sd
-        return np.nan_to_num(z, nan=0.0)
-
-    ca = np.empty((len(a), len(cat)), np.int64)
-    cb = np.empty((len(b), len(cat)), np.int64)
+    out = []
+    for df, rows in frames:
+        x = np.zeros((rows.size, len(num)))
+        for j, c in enumerate(num):
+            v = pd.to_numeric(df[c], errors="coerce").to_numpy(np.float64, na_value=np.nan)
+            ok = np.isfinite(v)
+            mu = float(v[ok].mean()) if ok.any() else 0.0
+            sd = float(v[ok].std()) if ok.sum() > 1 else 0.0
+            z = (v[rows] - mu) / (sd if sd > 0 else 1.0)
+            x[:, j] = np.where(np.isfinite(z), z, 0.0)
+        out.append((x, np.empty((rows.size, len(cat)), np.int64)))
     for j, c in enumerate(cat):
-        codes, _ = pd.factorize(pd.concat([a[c].astype(str), b[c].astype(str)],
+        codes, _ = pd.factorize(pd.concat([df[c].iloc[rows].astype(str) for df, rows in frames],
                                           ignore_index=True))
-        ca[:, j], cb[:, j] = codes[:len(a)], codes[len(a):]
-    return std(a), std(b), ca, cb
+        o = 0
+        for (_, rows), (_, cc) in zip(frames, out, strict=True):
+            cc[:, j] = codes[o:o + rows.size]
+            o += rows.size
+    return out
 
 
 def row_order_check(a: pd.DataFrame, b: pd.DataFrame, qi: Sequence[str],
@@ -93,8 +91,7 @@ def row_order_check(a: pd.DataFrame, b: pd.DataFrame, qi: Sequence[str],
     rng = np.random.default_rng(seed)
     ii = np.sort(rng.choice(n, min(n, SAMPLE), replace=False))
     jj = np.sort(rng.choice(n, min(n, SAMPLE), replace=False))
-    xa, xb, ca, cb = _encode(a.iloc[ii], b, qi, kinds)
-    xbj, cbj = xb[jj], cb[jj]
+    (xa, ca), (xbi, cbi), (xbj, cbj) = _encode([(a, ii), (b, ii), (b, jj)], qi, kinds)
     ranks = np.empty(ii.size)
     ties = 0.0
     for r0 in range(0, ii.size, 64):
@@ -102,7 +99,7 @@ def row_order_check(a: pd.DataFrame, b: pd.DataFrame, qi: Sequence[str],
         d = ((xa[sl, None, :] - xbj[None, :, :]) ** 2).sum(-1)
         d += (ca[sl, None, :] != cbj[None, :, :]).sum(-1)
         rows = ii[sl]
-        dt = ((xa[sl] - xb[rows]) ** 2).sum(-1) + (ca[sl] != cb[rows]).sum(-1)
+        dt = ((xa[sl] - xbi[sl]) ** 2).sum(-1) + (ca[sl] != cbi[sl]).sum(-1)
         other = jj[None, :] != rows[:, None]
         less = ((d < dt[:, None]) & other).sum(1)
         eq = ((d == dt[:, None]) & other).sum(1)
