@@ -472,8 +472,8 @@ def mask_cmd(
                       f"{'s' if len(res) != 1 else ''}): nothing was masked", LinkriskWarning,
                       stacklevel=1)
     write_table(res, output, force=force)
-    err.print(f"wrote {escape(str(output))} ({len(res):,} records, method {method}, "
-              f"seed {seed})", soft_wrap=True)
+    err.print(f"wrote {escape(str(output))} ({len(res):,} record{'s' if len(res) != 1 else ''}, "
+              f"method {method}, seed {seed})", soft_wrap=True)
 
 
 def _same(a: pd.Series, b: pd.Series) -> bool:
