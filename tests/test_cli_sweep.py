@@ -193,7 +193,7 @@ SWEEP = [
     ("attack named twice", base, ATTACK + ["-m", "dbrl,dbrl"], 2, "named twice"),
     ("unknown parameter", base, ATTACK + ["-p", "zz=1"], 2, "no chosen attack takes"),
     ("parameter without =", base, ATTACK + ["-p", "d"], 2, "name=value"),
-    ("kernel d=2.5", base, ATTACK + ["-m", "kernel", "-p", "d=2.5"], 2, "integer from 1 to"),
+    ("kernel d=2.5", base, ATTACK + ["-m", "kernel", "-p", "d=2.5"], 2, "must be an integer"),
     ("kernel d=200", base, ATTACK + ["-m", "kernel", "-p", "d=200"], 2, "integer from 1 to"),
     ("kernel d=0", base, ATTACK + ["-m", "kernel", "-p", "d=0"], 2, "integer from 1 to"),
     ("negative seed, attack", base, ATTACK + ["--seed", "-5"], 2, "non-negative integer"),

@@ -191,8 +191,10 @@ def test_api_argument_types(pair):
         linkrisk.attack(orig, rel, memory_budget="1.2.3MiB")
     with pytest.raises(LinkriskError, match="non-negative"):
         linkrisk.attack(orig, rel, seed=-5)
-    with pytest.raises(LinkriskError, match="integer from 1 to 50"):
+    with pytest.raises(LinkriskError, match="must be an integer"):
         linkrisk.attack(orig, rel, "kernel", d=2.5)
+    with pytest.raises(LinkriskError, match="integer from 1 to 50"):
+        linkrisk.attack(orig, rel, "kernel", d=200)
 
 
 # ------------------------------------------------------------------ all / applicability

@@ -1,4 +1,4 @@
-"""One-call assessment of a release: every applicable attack, the measures of SPEC §3,
+"""One-call assessment of a release: every applicable attack, the measures of docs/methods.md,
 per-record risk and an HTML report (:func:`assess`)."""
 
 from __future__ import annotations
@@ -157,9 +157,9 @@ def assess(
     ``ids`` are given (:func:`linkrisk.truth.row_order_check`). ``max_risk``: the
     acceptable worst case in % (sets the verdict bands, see :attr:`Assessment.exceeds`).
 
-    Measures (docs/methods.md), for numeric QIs with records in the same order: DLD (dbrl
-    rate, %), PLD (prl), RSLD (rsrl), ID (interval disclosure), IL (Domingo-Ferrer & Torra
-    2001) and PIL (Mateo-Sanz et al. 2005), DR = 0.25·DLD + 0.25·PLD + 0.5·ID (with RSLD:
+    Measures (docs/methods.md, Measures), for numeric QIs with records in the same order: DLD (dbrl rate, %),
+    PLD (prl), RSLD (rsrl), ID (interval disclosure), IL (Domingo-Ferrer & Torra 2001) and
+    PIL (Mateo-Sanz et al. 2005), DR = 0.25·DLD + 0.25·PLD + 0.5·ID (with RSLD:
     (RSLD+DLD+PLD)/6 + 0.5·ID), Score = (IL + DR)/2. Per-record risk: each record's best
     attack probability of re-identification and the share of attacks that link it."""
     t0 = time.perf_counter()
@@ -250,7 +250,7 @@ def _measures(original: pd.DataFrame, masked: pd.DataFrame, qi: list[str],
     notes: list[str] = []
     if set(kinds[c] for c in qi) != {"numeric"}:
         notes.append("information loss, interval disclosure, DR and Score are defined for "
-                     "numeric attributes only (SPEC §3); not computed")
+                     "numeric attributes only (docs/methods.md, Measures); not computed")
         return out, notes
     if ids is not None and truth is not None and len(original) == len(masked) and (
             np.sort(truth) == np.arange(len(masked))).all():

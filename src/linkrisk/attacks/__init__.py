@@ -1,8 +1,8 @@
-"""Record-linkage attacks (SPEC §2) behind one entry point, :func:`attack`."""
+"""Record-linkage attacks behind one entry point, :func:`attack` (definitions:
+docs/methods.md, Attacks)."""
 
 from __future__ import annotations
 
-import inspect
 import time
 import warnings
 from collections.abc import Mapping, Sequence
@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..data import KINDS, attribute_kinds, parse_columns, select_qi, truth_from_ids
+from ..data import attribute_kinds, parse_columns, select_qi, truth_from_ids
 from ..engine import DEFAULT_MEMORY_BUDGET
 from ..engine.nearest import Progress
 from ..errors import LinkriskError, LinkriskWarning
@@ -49,35 +49,42 @@ def resolve_methods(methods: str | Sequence[str]) -> list[str]:
 
 
 def attack_params(method: str) -> list[str]:
-    """Names of the parameters attack ``method`` accepts."""
-    return [p for p in inspect.signature(ATTACKS[method].run).parameters if p != "ctx"]
+    """Names of the parameters attack ``method`` accepts.
+
+    Parameters
+    ----------
+    method : str
+        A registered attack name.
+
+    Returns
+    -------
+    list of str
+        The declared parameter names, in declaration order. The declarations themselves
+        (types, defaults, descriptions) are ``ATTACKS[method].params``; docs/methods.md
+        lists them.
+    """
+    return list(ATTACKS[method].params)
 
 
 def why_not(ctx: LinkContext, method: str, params: Mapping[str, Any] | None = None
             ) -> str | None:
     """Why attack ``method`` cannot run on these files (None when it can): QI kinds it does
-    not accept (:attr:`AttackSpec.kinds`; the standardized distances also encode
-    categories), too few true pairs for the attacks that estimate statistics on them,
-    parameters it lacks."""
+    not accept (:meth:`AttackSpec.accepts`, from the registry), too few true pairs for the
+    attacks that estimate statistics on them, parameters it does not declare or of the
+    wrong type (:meth:`AttackSpec.coerce`)."""
     spec = ATTACKS[method]
     params = dict(params or {})
-    accepts = spec.kinds
-    # the standardized distances encode categorical QIs (see .categorical.categorical_space)
-    if method in ("dbrl", "dbrl_l1") or (method == "gdbrl" and params.get("metric") in (
-            None, "euclidean", "sqeuclidean", "l1", "hamming", "mixed")):
-        accepts = KINDS
-    mixed = len({k == "numeric" for k in ctx.kinds.values()}) > 1
-    if mixed and (method == "dbrl_l1" or (method == "gdbrl" and params.get("metric") == "l1")):
-        return (f"{method} is not available for files mixing numeric and categorical QIs; "
-                "use dbrl_mixed")
-    bad_kind = sorted({k for k in ctx.kinds.values() if k not in accepts})
-    if method == "dbrl_hamming" and bad_kind:
-        c = next(c for c in ctx.qi if ctx.kinds[c] == "numeric")
-        return (f"hamming compares categories but {c!r} is numeric; declare it nominal "
-                f"(--kinds {c}=nominal) or use the mixed metric (dbrl_mixed)")
-    if bad_kind:
+    vals = set(ctx.kinds.values())
+    if not spec.accepts(ctx.kinds):
+        if vals <= set(spec.kinds):  # every kind accepted, but not mixed
+            return (f"{method} is not available for files mixing numeric and categorical "
+                    "QIs; use dbrl_mixed")
+        bad_kind = sorted(vals - set(spec.kinds))
         cols = [c for c in ctx.qi if ctx.kinds[c] in bad_kind]
-        return (f"needs {' or '.join(accepts)} QIs, but {', '.join(map(str, cols[:5]))}"
+        if method == "dbrl_hamming":
+            return (f"hamming compares categories but {cols[0]!r} is numeric; declare it "
+                    f"nominal (--kinds {cols[0]}=nominal) or use the mixed metric (dbrl_mixed)")
+        return (f"needs {' or '.join(spec.kinds)} QIs, but {', '.join(map(str, cols[:5]))}"
                 f"{' …' if len(cols) > 5 else ''} {'is' if len(cols) == 1 else 'are'} "
                 f"{'/'.join(bad_kind)}"
                 f"{' (categorical)' if 'numeric' not in bad_kind else ''} "
@@ -88,6 +95,10 @@ def why_not(ctx: LinkContext, method: str, params: Mapping[str, Any] | None = No
     extra = [p for p in params if p not in accepted]
     if extra:
         return f"has no parameter {extra[0]!r}; it accepts: {', '.join(accepted) or 'none'}"
+    try:
+        spec.coerce(params)
+    except LinkriskError as exc:
+        return str(exc)
     return None
 
 
@@ -183,6 +194,7 @@ def run_attack(ctx: LinkContext, method: str, direction: str, **params: Any) -> 
     if bad:
         raise LinkriskError(f"attack {method!r} has no parameter {bad[0]!r}; "
                             f"it accepts: {', '.join(accepted) or 'none'}")
+    params = spec.coerce(params)
     t0 = time.perf_counter()
     out: Outcome = spec.run(ctx, **params)
     secs = time.perf_counter() - t0
