@@ -105,7 +105,8 @@ def parse_columns(spec: str | Sequence[str] | None) -> list[str] | None:
 
 
 #: names that mark an identifier (household id, record key …) or a survey weight; the
-#: default QI set leaves such columns out (heuristics, see docs/methods.md)
+#: default QI set of assess and the CLI leaves such columns out (heuristics: docs/methods.md,
+#: "Truth check and default QIs")
 _ID_NAME = re.compile(r"(^|[_\-. ])(id|hid|pid|uid|key|serial|recno)$|^(id|key)([_\-. ]|$)",
                       re.IGNORECASE)
 _ID_SUFFIX = re.compile(r"(^|[a-z0-9])ID$|^[A-Z0-9_.]+ID$")  # personID, UTILITYID

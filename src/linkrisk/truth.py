@@ -3,7 +3,8 @@
 Without id columns every attack scores its links against row order. If the agency
 shuffled or sorted the release, row order pairs each record with a random released record:
 every attack then "fails", and the verdict is a false "low risk". :func:`row_order_check`
-tests the assumption before anything is scored (see docs/methods.md, "Truth").
+tests the assumption before anything is scored (docs/methods.md, "Truth check and
+default QIs").
 
 The test: for a random sample I of original records (at most ``SAMPLE``) and a random
 sample J of released records, the rank of the supposed partner among J,
