@@ -231,6 +231,10 @@ SWEEP = [
      ["mask", ORIG, "-m", "noise", "--columns", "zz", "-o", "{d}/r.csv", "--seed", "1"], 2, "zz"),
     ("demo with 3 records", base, ["demo", "--n", "3"], 2, "--n ≥ 10"),
     ("unknown study", base, ["study", "{d}/nope.toml"], 2, "nope"),
+    ("missing argument", base, ["attack", ORIG], 2, "Missing argument 'masked'"),
+    ("unknown option", base, ATTACK + ["--bogus"], 2, "No such option: --bogus"),
+    ("text where a number belongs", base, ATTACK + ["--seed", "abc"], 2, "Invalid value for '--seed'"),
+    ("unknown command", base, ["attak"], 2, "No such command 'attak'"),
     # documented successes
     ("constant QI column (success)", with_masked(lambda m: m.assign(v4=1.0)),
      ATTACK + ["--qi", "v1,v2,v3,v4"], 0, ""),

@@ -18,6 +18,7 @@ Conventions shared by every command:
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import os
 import secrets
@@ -31,7 +32,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
-import click
 import pandas as pd
 import typer
 from rich.console import Console
@@ -62,6 +62,25 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
 out = Console(highlight=False)
 err = Console(stderr=True, highlight=False)
 
+
+
+def _exception_classes(name: str) -> tuple[type, ...]:
+    """click's exception class ``name`` as typer raises it: typer ≥ 0.2x vendors click
+    (``typer._click``, with Exit/Abort in ``typer``), older typer uses click itself."""
+    found: list[type] = []
+    for mod in ("typer", "typer.exceptions", "typer._click.exceptions", "click.exceptions"):
+        try:
+            cls = getattr(importlib.import_module(mod), name, None)
+        except ImportError:
+            continue
+        if isinstance(cls, type) and cls not in found:
+            found.append(cls)
+    return tuple(found)
+
+
+_ABORT = _exception_classes("Abort")
+_EXIT = _exception_classes("Exit")
+_USAGE = _exception_classes("ClickException")
 #: the arguments of this run (for the report's "command to reproduce")
 _ARGV: list[str] | None = None
 #: seconds between plain progress lines when stderr is not a terminal
@@ -628,15 +647,19 @@ def main(argv: list[str] | None = None) -> None:
             rv = app(args=_ARGV, prog_name="linkrisk", standalone_mode=False)
         except LinkriskError as exc:
             _fail(str(exc), 2)
-        except (Interrupted, KeyboardInterrupt, click.exceptions.Abort) as exc:
+        except (Interrupted, KeyboardInterrupt, *_ABORT) as exc:
             term = isinstance(exc, Interrupted) and str(exc) == "SIGTERM"
             _fail(f"{'terminated' if term else 'interrupted'}; no output was written",
                   143 if term else 130)
-        except click.exceptions.Exit as exc:
+        except _EXIT as exc:
             sys.exit(exc.exit_code)
-        except click.ClickException as exc:
-            exc.show()
-            sys.exit(exc.exit_code)
+        except _USAGE as exc:  # usage errors: one line (the help when no argument at all)
+            if type(exc).__name__ == "NoArgsIsHelpError":
+                exc.show()
+                sys.exit(exc.exit_code)
+            ctx = getattr(exc, "ctx", None)
+            where = f" (see {ctx.command_path} --help)" if ctx is not None else ""
+            _fail(exc.format_message() + where, exc.exit_code)
         except MemoryError:
             _fail("out of memory; lower --memory or link fewer records", 1)
     sys.exit(rv if isinstance(rv, int) else 0)
