@@ -49,8 +49,10 @@ from .attacks import (
     truth_description,
     why_not,
 )
-from .data import atomic_write_text, parse_columns, parse_kinds, read_table, write_table
+from .data import parse_columns, parse_kinds
 from .errors import LinkriskError, LinkriskWarning
+from .fileio import atomic_write_text, input_label, read_inputs, write_table
+from .fileio import check_output as check_table_output
 from .options import check_seed, parse_percent, parse_size
 from .options import parse_params as parse_params  # noqa: PLC0414  (re-exported)
 from .options import parse_value as parse_value  # noqa: PLC0414
@@ -61,6 +63,8 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
                        "attacker re-identify by record linkage?")
 out = Console(highlight=False)
 err = Console(stderr=True, highlight=False)
+INPUT_HELP = ("data file (CSV, Parquet, Stata .dta, SPSS .sav, SAS .sas7bdat/.xpt), a built-in "
+              "dataset name (census, eia, …), or - for CSV on stdin")
 
 
 
@@ -109,16 +113,12 @@ def _root(version: Annotated[bool, typer.Option("--version", callback=_version, 
 
 
 # ------------------------------------------------------------------ helpers
-def read_input(path: Path) -> pd.DataFrame:
-    """Every input file of every command is read here (one place to change)."""
-    return read_table(path)
-
-
-def check_output(path: Path | None, force: bool, what: str = "output") -> None:
+def check_output(path: str | Path | None, force: bool, what: str = "output") -> None:
     """Refuse an output path before any computation: an existing file without
     ``--force``, a directory, or a missing parent directory."""
     if path is None or str(path) == "-":
         return
+    path = Path(path)
     if path.is_dir():
         raise LinkriskError(f"{what} {path} is a directory; give a file name")
     if path.exists() and not force:
@@ -130,7 +130,7 @@ def check_output(path: Path | None, force: bool, what: str = "output") -> None:
         raise LinkriskError(f"cannot write {what} {path}: directory {parent} is not writable")
 
 
-def sha256(path: Path) -> str | None:
+def sha256(path: str | Path) -> str | None:
     """SHA-256 of a file's bytes (None for stdin or a non-file)."""
     try:
         h = hashlib.sha256()
@@ -140,6 +140,10 @@ def sha256(path: Path) -> str | None:
         return h.hexdigest()
     except OSError:
         return None
+
+
+def _not_a_file(spec: str) -> str:
+    return "— (standard input)" if str(spec) == "-" else "— (built-in dataset)"
 
 
 def command_line() -> str:
@@ -222,8 +226,8 @@ ROW_ORDER_HELP = ("trust that row i of the release is the masked row i of the or
 
 @app.command()
 def attack(
-    original: Annotated[Path, typer.Argument(help="original file (CSV or Parquet)")],
-    masked: Annotated[Path, typer.Argument(help="released (masked) file")],
+    original: Annotated[str, typer.Argument(help=INPUT_HELP)],
+    masked: Annotated[str, typer.Argument(help="released (masked) file, same forms")],
     method: Annotated[str, typer.Option("--method", "-m",
                                         help="attack(s) a,b,c, or 'all' (every attack that "
                                              "applies to the files)")] = "dbrl",
@@ -260,7 +264,7 @@ def attack(
     seed = check_seed(seed)
     k = merge_kinds(kinds, nominal)
     check_output(per_record, force, "--per-record file")
-    a, b = read_input(original), read_input(masked)
+    a, b = read_inputs(original, masked)
     ctx, direction = make_context(a, b, qi, ids=ids, kinds=k, direction=direction,
                                   memory_budget=budget, seed=seed, backend=backend,
                                   scheduler=scheduler, assume_row_order=assume_row_order,
@@ -305,7 +309,8 @@ def attack(
     if as_json:
         print(json.dumps(results, indent=2))
     elif results:
-        out.print(rate_table(results, f"{original.name} → {masked.name}: {len(ctx.qi)} QIs, "
+        out.print(rate_table(results, f"{input_label(original)} → {input_label(masked)}: "
+                                      f"{len(ctx.qi)} QIs, "
                                       f"{direction}"))
         out.print(f"QIs used: {escape(', '.join(map(str, ctx.qi)))}", soft_wrap=True)
         out.print(f"truth: {escape(truth_description(ctx, ids))}", soft_wrap=True)
@@ -318,8 +323,8 @@ def attack(
 
 @app.command("assess")
 def assess_cmd(
-    original: Annotated[Path, typer.Argument(help="original file (CSV or Parquet)")],
-    masked: Annotated[Path, typer.Argument(help="released (masked) file")],
+    original: Annotated[str, typer.Argument(help=INPUT_HELP)],
+    masked: Annotated[str, typer.Argument(help="released (masked) file, same forms")],
     method: Annotated[str | None, typer.Option("--method", "-m",
                                                help="attacks a,b,c, or 'all' (default: every "
                                                     "attack that applies)")] = None,
@@ -358,16 +363,16 @@ def assess_cmd(
     seed = check_seed(seed)
     k = merge_kinds(kinds, nominal)
     check_output(output, force, "report")
-    a, b = read_input(original), read_input(masked)
+    a, b = read_inputs(original, masked)
     with progress_bar() as bar:
         res = assess(a, b, qi, "all" if chosen.strip() == "all" else chosen,
                      ids=parse_columns(ids), kinds=k, rank_swap_p=rank_swap_p,
                      memory_budget=budget, seed=seed, progress=bar,
                      assume_row_order=assume_row_order, max_risk=limit)
     if output is not None:
-        inputs = [{"role": role, "name": str(p), "sha256": sha256(p) or "—"}
+        inputs = [{"role": role, "name": str(p), "sha256": sha256(p) or _not_a_file(p)}
                   for role, p in (("original", original), ("released", masked))]
-        atomic_write_text(output, res.to_html(f"{masked.name}: disclosure-risk report",
+        atomic_write_text(output, res.to_html(f"{input_label(masked)}: disclosure-risk report",
                                               include_records=include_records,
                                               inputs=inputs, command=command_line()),
                           force=force)
@@ -384,7 +389,8 @@ def assess_cmd(
     else:
         out.print(rate_table([r.to_dict() for r in sorted(res.results.values(),
                                                           key=lambda r: -r.rate)],
-                             f"{original.name} → {masked.name}: {len(res.settings['qi'])} QIs"))
+                             f"{input_label(original)} → {input_label(masked)}: "
+                             f"{len(res.settings['qi'])} QIs"))
         m = res.measures
         shown = [f"{k} {m[k]:.2f}{'' if k == 'Score' else ' %'}"
                  for k in ("IL", "PIL", "ID", "DR", "Score") if k in m]
@@ -412,8 +418,9 @@ def study_cmd(
     config: Annotated[str, typer.Argument(help="study file (TOML/YAML) or built-in name "
                                                "(rank-vs-distance, rank-swap, synthetic, "
                                                "global, categorical)")],
-    data_dir: Annotated[Path | None, typer.Option(help="reference data folder "
-                                                       "(default: $LINKRISK_DATA)")] = None,
+    data_dir: Annotated[Path | None, typer.Option(help="folder overriding the packaged "
+                                                       "reference files (default: "
+                                                       "$LINKRISK_DATA)")] = None,
     output: Annotated[Path | None, typer.Option("--output", "-o",
                                                 help="results folder (default: study-NAME)")] = None,
     replications: Annotated[int | None, typer.Option(help="replications of random masking "
@@ -461,10 +468,12 @@ def _value(v: Any) -> str:
 
 @app.command("mask")
 def mask_cmd(
-    input: Annotated[Path, typer.Argument(help="file to mask (CSV or Parquet)")],
+    input: Annotated[str, typer.Argument(help=INPUT_HELP)],
     method: Annotated[str, typer.Option("--method", "-m", help="masking method "
                                                                "(linkrisk methods)")],
-    output: Annotated[Path, typer.Option("--output", "-o", help="where to write the release")],
+    output: Annotated[str, typer.Option("--output", "-o", help="where to write the release "
+                                        "(format by suffix: .csv[.gz], .parquet, .dta, .sav, "
+                                        ".xpt; - for CSV on stdout)")],
     param: Annotated[list[str] | None, typer.Option("--param", "-p",
                                                     help="method parameter name=value")] = None,
     columns: Annotated[str | None, typer.Option(help="columns to mask (default: all numeric)")] = None,
@@ -483,15 +492,16 @@ def mask_cmd(
         err.print(f"seed {seed} (pass --seed {seed} to repeat this release)")
     seed = check_seed(seed)
     check_output(output, force, "release")
-    df = read_input(input)
+    check_table_output(output, force, table=True)
+    (df,) = read_inputs(input)
     res = mask(df, method, columns=parse_columns(columns), seed=seed, **params)
     same = [c for c in res.columns if c in df.columns and _same(df[c], res[c])]
     if len(same) == res.shape[1]:
         warnings.warn(f"the release equals the input on every column ({len(res):,} record"
                       f"{'s' if len(res) != 1 else ''}): nothing was masked", LinkriskWarning,
                       stacklevel=1)
-    write_table(res, output, force=force)
-    err.print(f"wrote {escape(str(output))} ({len(res):,} record{'s' if len(res) != 1 else ''}, "
+    write_table(res, output, force=force, like=df)
+    err.print(f"wrote {'stdout' if output == '-' else escape(str(output))} ({len(res):,} record{'s' if len(res) != 1 else ''}, "
               f"method {method}, seed {seed})", soft_wrap=True)
 
 
@@ -585,20 +595,38 @@ def methods(
 
 @app.command()
 def datasets(
-    data_dir: Annotated[Path | None, typer.Option(help="reference data folder "
-                                                       "(default: $LINKRISK_DATA)")] = None,
+    data_dir: Annotated[Path | None, typer.Option(help="folder overriding the packaged "
+                                                       "files (default: $LINKRISK_DATA)")] = None,
 ) -> None:
-    """List the reference datasets and whether they are found in the data folder."""
-    t = Table(title="reference datasets", title_justify="left")
-    for c in ("name", "description", "found"):
-        t.add_column(c)
+    """List the reference datasets that ship with linkrisk: source, licence, size and the
+    attributes the literature uses (docs/datasets.md)."""
+    d = ds.resolve_data_dir(data_dir)
+    out.print("reference datasets: linkrisk.datasets.load(NAME); sources and licences in "
+              "docs/datasets.md", highlight=False)
+    for name, ref in ds.REFERENCE.items():
+        where = ""
+        if d is not None:
+            where = "  \\[found]" if _found(name, d) else "  [bold red]\\[missing][/]"
+        out.print(f"\n[bold]{name}[/]  {ref.title}: {ref.rows:,} records × {ref.columns} "
+                  f"columns, {ref.distinct:,} distinct{where}", highlight=False)
+        g = Table.grid(padding=(0, 1))
+        g.add_column(style="dim", no_wrap=True)
+        g.add_column()
+        for label, text in (("  returns", ref.attributes), ("  source", ref.source),
+                            ("  licence", ref.licence)):
+            g.add_row(label, escape(text))
+        out.print(g, highlight=False)
+    out.print("\nfiles: " + ("packaged with linkrisk (linkrisk/reference/*.csv.gz); "
+                             "--data-dir or LINKRISK_DATA overrides them" if d is None else
+                             f"the override folder {escape(str(d))}"), highlight=False)
+
+
+def _found(name: str, d: Path) -> bool:
     try:
-        d = ds.resolve_data_dir(data_dir)
+        ds.locate(name, d)
     except LinkriskError:
-        d = None
-    for name, (fname, desc) in ds.REFERENCE.items():
-        t.add_row(name, escape(desc), "yes" if d is not None and (d / fname).exists() else "no")
-    out.print(t)
+        return False
+    return True
 
 
 # ------------------------------------------------------------------ entry point
