@@ -171,7 +171,7 @@ SWEEP = [
      "missing values"),
     ("inf in a QI", with_masked(lambda m: _set(m, "v3", 4, np.inf)), ATTACK, 2, "infinite"),
     ("text in a numeric column", with_masked(lambda m: _set(m, "v1", 3, "abc")), ATTACK, 2,
-     "not numeric"),
+     "looks numeric but row"),
     ("collinear QIs, mahalanobis", _collinear_both, ATTACK + ["-m", "mahalanobis0"], 2,
      "singular"),
     ("more QIs than records, mahalanobis", _tiny, ATTACK + ["-m", "mahalanobis0"], 2,
