@@ -487,13 +487,14 @@ def mask_cmd(
     if method not in METHODS:
         raise LinkriskError(f"unknown masking method {method!r}; choose from {', '.join(METHODS)}")
     params = parse_params(param)
-    if seed is None:
-        seed = secrets.randbelow(2**31)
-        err.print(f"seed {seed} (pass --seed {seed} to repeat this release)")
-    seed = check_seed(seed)
+    if seed is not None:
+        seed = check_seed(seed)
     check_output(output, force, "release")
     check_table_output(output, force, table=True)
     (df,) = read_inputs(input)
+    if seed is None:  # drawn (and printed) only once the inputs are known to be good
+        seed = secrets.randbelow(2**31)
+        err.print(f"seed {seed} (pass --seed {seed} to repeat this release)")
     res = mask(df, method, columns=parse_columns(columns), seed=seed, **params)
     same = [c for c in res.columns if c in df.columns and _same(df[c], res[c])]
     if len(same) == res.shape[1]:
