@@ -33,7 +33,7 @@ from linkrisk.fileio import (
 )
 from tests.conftest import noisy
 
-pyreadstat = pytest.importorskip("pyreadstat")
+pyreadstat = pytest.importorskip("pyreadstat", reason="needs pyreadstat: pip install -e .")
 
 
 def run_main(args, monkeypatch, capsys):

@@ -319,7 +319,7 @@ def test_prl_and_screened_dbrl_report_progress():
     calls = []
     linkrisk.attack(orig, rel, "prl", progress=lambda d, t: calls.append((d, t)), tol=0.1)
     assert len(calls) >= 10 and calls[-1] == (400, 400)
-    pytest.importorskip("faiss")
+    pytest.importorskip("faiss", reason="needs faiss-cpu: pip install -e '.[fast]'")
     from linkrisk.engine import nearest_sets
 
     x = np.random.default_rng(0).normal(size=(3000, 3))
