@@ -164,6 +164,10 @@ def study(
     atomic_write_text(meta_path, json.dumps(meta, indent=2), force=True)
     rows, cached = run_tasks(tasks, out / "cache", processes or default_processes(), progress)
     summary = summarize(rows)
+    if st.published:
+        from .published import attach_published
+
+        summary = attach_published(summary)
     files = [meta_path,
              atomic_write_text(out / "results.csv", rows.to_csv(index=False), force=True),
              atomic_write_text(out / "summary.csv", summary.to_csv(index=False), force=True)]

@@ -20,7 +20,7 @@ from ._base import (
 )
 
 _SPECS = [
-    MethodSpec("noise", noise.apply_noise, {"a": float, "percent": float},
+    MethodSpec("noise", noise.apply_noise, {"a": float, "percent": float, "scale": str},
                strength="a", summary="independent additive Gaussian noise, std a·σ_j"),
     MethodSpec("correlated_noise", noise.apply_correlated_noise, {"a": float},
                strength="a", summary="additive Gaussian noise with covariance a·Σ"),
@@ -28,7 +28,8 @@ _SPECS = [
                strength="b", summary="multiplicative noise, factors ~ U(1−b, 1+b)"),
     MethodSpec("rank_swap", rankswap.apply_rank_swap, {"p": float},
                strength="p", summary="rank swapping within p% of n rank positions (Moore 1996)"),
-    MethodSpec("rank_swap_pdist", rankswap.apply_rank_swap_pdist, {"p": float},
+    MethodSpec("rank_swap_pdist", rankswap.apply_rank_swap_pdist,
+               {"p": float, "variant": str},
                strength="p", summary="p-distribution rank swapping (Nin et al. 2008)"),
     MethodSpec("rank_swap_pbuckets", rankswap.apply_rank_swap_pbuckets, {"p": int},
                strength="p (fewer buckets is stronger)",
@@ -43,10 +44,11 @@ _SPECS = [
     MethodSpec("micdp", microaggregation.apply_micdp, {"k": int, "epsilon": float},
                strength="epsilon (smaller is stronger) and k",
                summary="MDAV + Laplace noise for ε-differential privacy"),
-    MethodSpec("ipso", ipso.apply_ipso, {"variant": str, "confidential": list},
+    MethodSpec("ipso", ipso.apply_ipso, {"variant": str, "confidential": list, "mutual": bool},
                strength="variant", summary="IPSO synthetic QIs from a regression on "
                "confidential attributes (Burridge 2003)"),
-    MethodSpec("data_shuffle", ipso.apply_data_shuffle, {"confidential": list},
+    MethodSpec("data_shuffle", ipso.apply_data_shuffle,
+               {"confidential": list, "mutual": bool},
                summary="data shuffling: original values reordered by IPSO-C ranks"),
     MethodSpec("pram", categorical.apply_pram,
                {"pd": float, "alpha": float, "matrix": object, "strata": list},
@@ -131,7 +133,9 @@ def mask(df: pd.DataFrame, method: str, columns: Sequence[str] | None = None,
     rng = as_rng(seed)
     masked = spec.apply(df, cols, rng, **params)
     out = df.copy()
-    for c in cols:
+    # a method may also release columns it was not asked to mask (ipso/data_shuffle with
+    # mutual=True synthesize the confidential block too)
+    for c in [*cols, *(c for c in masked.columns if c not in cols and c in df.columns)]:
         out[c] = masked[c]
     out.attrs.update(masked.attrs)
     return out
