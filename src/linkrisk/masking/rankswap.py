@@ -301,9 +301,7 @@ def _apply_rank(method: str):
               p: float | None = None, variant: str | None = None) -> pd.DataFrame:
         x = numeric_matrix(df, columns, method)
         _check_p(method, p, len(x))
-        if variant is not None:
-            if method != "rank_swap_pdist":
-                raise LinkriskError(f"{method} has no variant parameter")
+        if variant is not None:  # only rank_swap_pdist registers the parameter
             pdist_variant(variant)
         out = np.column_stack([x[rank_permutation(x[:, j], method, rng, p=p,
                                                   variant=variant), j]
