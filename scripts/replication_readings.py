@@ -10,7 +10,9 @@ reading fits:
 * additive noise "σ = s %": ``scale`` sd / variance / range / mean, and correlated noise
   with a = (s/100)², each with standardized and raw (``standardize=False``) distances,
   against the global paper's DBRL and GDBRL cells;
-* rank shuffling "window q": q positions, q % of n, n / q positions (slide = window).
+* rank shuffling "window q": q positions, q % of n, n / q positions (slide = window);
+* IPSO-C and data shuffling "blocks 1–6 and 7–13 modelled on each other": both blocks
+  synthesized (``mutual=True``), or only one block synthesized from the other.
 
     python scripts/replication_readings.py --data-dir ../shared/data [-R 5] [--only pdist]
 
@@ -43,7 +45,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data-dir", default=os.environ.get("LINKRISK_DATA"))
     ap.add_argument("-R", type=int, default=5, help="replications per reading and setting")
-    ap.add_argument("--only", default="pdist,noise,shuffle")
+    ap.add_argument("--only", default="pdist,noise,shuffle,ipso")
     ap.add_argument("--out", default="docs/studies/replicate/readings.csv")
     args = ap.parse_args()
     from linkrisk import datasets
@@ -112,6 +114,26 @@ def main() -> int:
                 for att, vals in res.items():
                     record("rank_shuffle (global T2)", f"{name} (= {win(q)}), slide = window",
                            f"q={q}", att, vals, "gdbrl rank_shuffle", f"{q:g}")
+    if "ipso" in only:
+        b1, b2 = list(df.columns[:6]), list(df.columns[6:])
+        for method, kw in (("ipso", {"variant": "C"}), ("data_shuffle", {})):
+            for name, cols, conf, mutual in (("both blocks (mutual)", b1, b2, True),
+                                             ("block 1-6 from 7-13", b1, b2, False),
+                                             ("block 7-13 from 1-6", b2, b1, False)):
+                res = {"dbrl": [], "dbrl_l1": [], "gdbrl": [], "gdbrl_l1": []}
+                for r in range(args.R):
+                    rel = mask(df, method, columns=cols, confidential=conf, mutual=mutual,
+                               seed=9500 + r, **kw)
+                    for att in res:
+                        base, _, metric = att.partition("_")
+                        if base == "dbrl":
+                            res[att].append(_rate(df, rel, att, r))
+                        else:
+                            res[att].append(_rate(df, rel, "gdbrl", r,
+                                                  **({"metric": metric} if metric else {})))
+                label = "gdbrl ipso C" if method == "ipso" else "gdbrl data_shuffle"
+                for att, vals in res.items():
+                    record(f"{method} (global T2/T6)", name, "", att, vals, label, "")
     out = pd.DataFrame(rows)
     if os.path.exists(args.out):
         old = pd.read_csv(args.out)

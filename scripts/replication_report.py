@@ -86,14 +86,17 @@ def _table(part: pd.DataFrame, counts: bool) -> list[str]:
             f"linkrisk mean ± sd ({unit})", "n", "95 % interval", "Δ (points)", "verdict"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for _, c in part.iterrows():
-        interval = (f"{_fmt(c['lo'], counts)} – {_fmt(c['hi'], counts)}" if c["n"] > 1
-                    else "(deterministic)")
-        lines.append("| " + " | ".join([
+        if c["n"] == 0:  # every replication refused the attack (error in results.csv)
+            value, interval, diff = "— (refused: singular covariance)", "—", "—"
+        else:
+            value = f"{_fmt(c['mean'], counts)} ± {_fmt(c['sd'], counts)}"
+            interval = (f"{_fmt(c['lo'], counts)} – {_fmt(c['hi'], counts)}" if c["n"] > 1
+                        else "(deterministic)")
+            diff = f"{c['diff']:+.1f}"
+        lines.append("| " + " | ".join(x.replace("|", "\\|") for x in [
             c["dataset"], c["masking"], c["parameter"] or "—", c["attack"],
-            f"{c['published']:g}",
-            f"{_fmt(c['mean'], counts)} ± {_fmt(c['sd'], counts)}",
-            str(c["n"]), interval, f"{c['diff']:+.1f}", f"**{c['verdict']}**"
-            if c["verdict"] == "differs" else c["verdict"]]) + " |")
+            f"{c['published']:g}", value, str(c["n"]), interval, diff,
+            f"**{c['verdict']}**" if c["verdict"] == "differs" else c["verdict"]]) + " |")
     return lines
 
 
@@ -150,7 +153,7 @@ def main() -> int:
                              else "— | — |"))
             md.append("")
     extra = summ[(summ["masking"].isin(["gdbrl noise"]) & (summ["name"] == "dbrl (raw)"))
-                 | (summ["masking"] == "gdbrl rank_swap_pdist (distance/p/free)")]
+                 | (summ["masking"] == "gdbrl rank_swap_pdist (distance/p/nofree)")]
     if len(extra):
         md += ["### Alternative readings run inside the replicate study", "",
                "| masking | setting | attack | linkrisk mean ± sd (%) | links of 1080 | n |",
@@ -172,9 +175,10 @@ def main() -> int:
     diff = c[c["verdict"] == "differs"]
     for (study, table, mk), part in diff.groupby(["study", "table", "masking_label"],
                                                  sort=False):
-        cellsdesc = "; ".join(f"{r['dataset']} {r['parameter'] or ''} {r['attack']}: "
-                              f"{r['published']:g} vs {_fmt(r['mean'], study == 'gdbrl')}"
-                              for _, r in part.iterrows())
+        cellsdesc = "; ".join(
+            f"{r['dataset']} {r['parameter'] or ''} {r['attack']}: {r['published']:g} vs "
+            + ("refused" if r["n"] == 0 else _fmt(r["mean"], study == "gdbrl"))
+            for _, r in part.iterrows())
         md += [f"- **{study} Table {table}, {mk}** ({len(part)} cells: {cellsdesc}). "
                + text.DIAGNOSIS.get(mk, "No diagnosis recorded.").strip(), ""]
     md += ["### The full run", "", text.RUN.format(**{

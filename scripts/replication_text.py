@@ -67,11 +67,12 @@ reading (D ~ N(p·n/200, p·n/200) as a maximum) did not reproduce at all (Censu
 39.3 % vs 2.9 %). Eight readings were measured (section *Readings* below: the draw as the
 swap distance or as a maximum, μ = σ = p % or p/2 % of n, with or without the free-partner
 rule). The best fit over the 18 cells, now linkrisk's default, is `max/p/free`: a maximum
-D ~ N(p·n/100, p·n/100), the distance uniform in 1..D, partners among the free positions.
-It reproduces the mild and strong ends (p = 1, 100) and p = 5 to within about 2 points for
-DBRL and RBRL-Sum, but no reading reproduces the middle of the table: at p = 10–50 the
-published DBRL and RBRL-Sum fall faster than any normal-law reading while RBRL-Max stays
-higher (p = 10: 81.9 % RBRL-Max vs 40.8 % DBRL), i.e. the published release moves most
+D ~ N(p·n/100, p·n/100), the distance uniform in 1..D, partners among the free positions
+(mean absolute error 6.6 points over the 18 cells, against 17.4 for the former default
+`max/half/free`). It reproduces p = 1 and is within about 2 points at p = 5 for DBRL and
+RBRL-Sum, but no reading reproduces the middle of the table: at p = 10–50 the published
+DBRL and RBRL-Sum fall faster than any normal-law reading while RBRL-Max stays higher
+(p = 10: 81.9 % RBRL-Max vs 40.8 % DBRL), i.e. the published release moves most
 values further yet keeps every value's rank displacement bounded, which none of SPEC's
 readings does.""",
     ("rbrl", 4): """\
@@ -79,17 +80,17 @@ Multiplicative noise with factors U(1 − b, 1 + b) is reproduced on both files,
 three attacks and all five b.""",
     ("rbrl", 5): """\
 Individual-ranking microaggregation is deterministic (one run, no interval): linkrisk's
-values equal the published ones within a point for all 36 cells, including the EIA group
-sizes k = 341 … 2046 where the tie-aware measure matters (the published 0.0 for DBRL at
-k = 1364 and 2046 vs RBRL 8.7 % and 3.3 %).""",
+values equal the published ones within a point for all 36 cells, including the large EIA
+groups (k = 341 … 2046) where most records tie and the tie-aware measure matters (e.g.
+k = 2046: DBRL 0.0 %, RBRL-Sum and RBRL-Max 3.3 % published and reproduced).""",
     ("gdbrl", 2): """\
 The global paper's Census table with the Euclidean distance. **GDBRL under noise is
-reproduced or close** (σ = 20: 1022.7 vs 1022.2 published), and so are data shuffling and
-MicDP with ε = 1 (1–3 links of 1080 either way). The rest differs for reasons of the
+reproduced or close** (σ = 20: 1022.7 vs 1022.2 published), and so are data shuffling
+(20–28 links of 1080 either way) and MicDP with ε = 1 (1–3 links). The rest differs for reasons of the
 setting, not of the attacks: DBRL under noise links 3–6 points more than published at
 every σ (no reading of "σ %" tried fits both DBRL and GDBRL); the paper's GDBRL-δ lies
-between its DBRL and GDBRL, which no threshold δ that keeps the true matching feasible can
-produce (δ = owner gives GDBRL exactly); its p-distribution swapping (p = 5: 411.6 links)
+between its DBRL and GDBRL, while linkrisk's δ = owner (the only δ the text defines) gives
+GDBRL-δ equal to GDBRL within a link; its p-distribution swapping (p = 5: 411.6 links)
 is far stronger than the rank-based paper's with the same p; its rank shuffling (q = 2:
 89.8 links) cannot be a shuffle within windows of q ranks, which leaves almost every record
 linkable; its IPSO-C GDBRL of 1074/1080 is not reachable by any IPSO-C reading (linkrisk
@@ -151,9 +152,10 @@ named in the table paragraphs and in the closing note."""
 DIAGNOSIS = {
     "rbrl-t3 rank_swap_pdist": """\
 Ambiguous setting, readings tried: all eight DRAW/SCALE/RULE readings of SPEC (section
-*Readings*). `max/p/free` (now the default) has the smallest mean error over the table;
-`distance/half/nofree` and `max/half/nofree` are close seconds; the former default
-`max/half/free` is the worst (its mean displacement is half that of standard swapping).
+*Readings*). Mean absolute error over the 18 cells: `max/p/free` 6.6 points (now the
+default), `distance/half/nofree` 6.8, `distance/half/free` 6.9, `max/p/nofree` 8.0,
+`max/half/nofree` 8.3, `distance/p/free` 14.4, the former default `max/half/free` 17.4
+(its mean displacement is half that of standard swapping) and `distance/p/nofree` 22.2.
 No reading reproduces p = 10–50: the published RBRL-Max stays far above DBRL and RBRL-Sum
 (p = 10: 81.9 vs 40.8 and 63.5), while every normal-law reading that brings DBRL down
 there also brings RBRL-Max down (a few far moves per record break the maximum rank
@@ -171,23 +173,26 @@ distances link far fewer (σ = 25: 285 of 1080 vs 680 published) and correlated 
 fewer DBRL but not enough fewer GDBRL. The paper's DBRL and GDBRL cells are therefore not
 produced by one noise level of any reading: relative to linkrisk, its DBRL corresponds to a
 slightly larger σ than its GDBRL. GDBRL-δ: with δ = the owner's largest true-pair distance
-(the only δ the text defines) GDBRL-δ equals GDBRL; the paper's GDBRL-δ lies between its
-DBRL and GDBRL at σ = 15–25 and equals GDBRL at σ = 30, which a δ that keeps the true
-matching feasible cannot produce (removing edges that no optimal matching needs leaves the
-optimum unchanged), so its δ must cut true pairs — a threshold the text does not give.
+(the only δ the text defines) linkrisk's GDBRL-δ equals its GDBRL within a link at every
+σ: that δ keeps every true pair and removes only long edges, which the optimal matching
+rarely uses. The paper's GDBRL-δ lies 70–160 links below its GDBRL at σ = 15–25 and equals
+it at σ = 30, so its δ must cut true pairs (a smaller, probably fixed, threshold); the text
+does not give it, and with δ unknown these cells cannot be reproduced.
 Mahalanobis: see the Table 6 paragraph (covariance matrix not identified).""",
     "gdbrl rank_swap_pdist": """\
 Paper-side difference in the definition of p. With linkrisk's default reading (the one
 that fits the rank-based paper) the global paper's cells are far weaker than published
 (p = 5: DBRL 83 % vs 38.1 %); the same p gives 81.3 % in the rank-based paper, so the two
 papers cannot share one p-distribution algorithm. Among the eight readings the global
-paper's DBRL column is fitted best by the no-free-partner readings with μ = σ = p % of n
-(section *Readings*), i.e. by a release about twice as strong as the rank-based paper's;
-the study also runs `distance/p/free` for comparison (*Alternative readings* table). The
+paper's DBRL column is fitted best by `distance/p/nofree` (the normal draw is the distance
+itself, μ = σ = p % of n, no free-partner rule: 78.4 / 31.7 / 7.9 % at p = 2 / 5 / 10 vs
+88.7 / 38.1 / 6.9 % published; section *Readings*), a release much stronger than the
+rank-based paper's with the same p. The study runs it too (*Alternative readings* table);
+it is not the default because it fits the rank-based paper worst of all readings. The
 Mahalanobis cells add the unidentified covariance of Table 6.""",
     "gdbrl rank_shuffle": """\
 Paper-side inconsistency. A shuffle within windows of q = 2, 3, 4 consecutive ranks moves
-each value at most 3 ranks, and every distance links ~100 % of Census records; the paper
+each value at most 3 ranks, and every distance links 96–100 % of Census records; the paper
 links 2–8 %. Readings tried (section *Readings*): windows of q positions, of q % of n and
 of n/q positions, slide = window. Only windows of roughly 40–50 % of n bring DBRL down to
 the published 20–90 links, and then the trend in q is reversed (the published links fall
@@ -199,8 +204,8 @@ of each block on the other but carry no record-level information beyond it: link
 about 2 % of the records with every distance (DBRL 23.6, GDBRL 22.2 links). Readings tried:
 both blocks modelled on each other (`mutual=True`, used here), only block 1 synthesized
 from the original block 2, and only block 2 from block 1 (then 7 or 6 attributes stay
-original): DBRL 154–251, L1 379–449, GDBRL 161–365 links (one replication each, seed 1,
-command in the Readings intro). None approaches the paper's GDBRL of 1074/1080, which
+original): see the *ipso* and *data_shuffle* readings below — with 6 or 7 attributes left
+original, DBRL links a few hundred records, still far from the paper's GDBRL. None approaches the paper's GDBRL of 1074/1080, which
 needs releases that keep most records' original values. The Mahalanobis cells are refused
 by linkrisk (n = 0): Census's exact identity PTOTVAL = PEARNVAL + POTHVAL holds in both the
 original and the release, so Var A + Var B is singular.""",
