@@ -55,6 +55,12 @@ def summarize(rows: pd.DataFrame) -> pd.DataFrame:
     return s
 
 
+def _published(row: pd.Series) -> str:
+    """' (published X)' when the study carries the literature's value for this cell."""
+    v = row.get("published")
+    return "" if v is None or pd.isna(v) else f" (published {v:.1f})"
+
+
 def markdown(summary: pd.DataFrame, study: Study) -> str:
     """One Markdown table per dataset × masking method: rows = parameter values (× QI
     subsets), columns = attacks and measures, cells = mean ± std."""
@@ -66,13 +72,16 @@ def markdown(summary: pd.DataFrame, study: Study) -> str:
         head = [param or "setting", "QIs", *names]
         out += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         for (value, qi), cell in part.groupby(["value", "qi"], sort=False):
-            vals = {r["name"]: (f"{r['mean']:.2f}" + (f" ± {r['std']:.2f}" if r["n"] > 1 else ""))
+            vals = {r["name"]: (f"{r['mean']:.2f}" + (f" ± {r['std']:.2f}" if r["n"] > 1 else "")
+                                + _published(r))
                     for _, r in cell.iterrows()}
             out.append("| " + " | ".join([str(value), str(qi)]
                                          + [vals.get(n, "") for n in names]) + " |")
         out.append("")
     out.append("Attacks: % of records correctly re-identified; measures as in SPEC §3. "
-               "mean ± std over replications.")
+               "mean ± std over replications"
+               + ("; in parentheses the published value (%) where the literature reports "
+                  "the cell (docs/replication.md)." if "published" in summary else "."))
     return "\n".join(out) + "\n"
 
 
