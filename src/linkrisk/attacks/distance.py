@@ -1,7 +1,7 @@
-"""Distance-based record linkage (DBRL) and its variants (SPEC §2).
+"""Distance-based record linkage (DBRL) and its variants (docs/methods.md, Attacks).
 
 Each attack maps both files into a *space* where one of the engine's metrics gives the
-SPEC's score (:func:`space`), then asks the engine for the candidate sets C(a) (all records
+documented score (:func:`space`), then asks the engine for the candidate sets C(a) (all records
 at minimal score, ties within relative tolerance 1e-9). The global attack reuses the same
 spaces for its matching costs.
 
@@ -26,7 +26,8 @@ from ..engine.transforms import (
     whitening,
 )
 from ..errors import LinkriskError
-from .base import LinkContext, Outcome, register
+from ..params import Param
+from .base import KINDS, LinkContext, Outcome, register
 
 
 @dataclass
@@ -140,13 +141,19 @@ METRICS = ("euclidean", "sqeuclidean", "l1", "dbrl2", "mahalanobis", "mahalanobi
            "rank_sum", "rank_max", "hamming", "mixed")
 
 
+_STANDARDIZE = Param("standardize", bool, True,
+                     help="standardize each file's attributes (False: raw values, the "
+                          "global-linkage paper's plain distance)")
+
+
 def linked(ctx: LinkContext, metric: str, **kw: Any) -> Outcome:
     """Nearest-record candidate sets under a named distance."""
     sp = space(ctx, metric, **kw)
     return ctx.nearest(sp.a, sp.b, sp.metric, **sp.kw)
 
 
-@register("dbrl", "DBRL1: squared Euclidean on attributes standardized per file")
+@register("dbrl", "DBRL1: squared Euclidean on attributes standardized per file "
+          "(categorical QIs: the dbrl_mixed distance)", kinds=KINDS, params=(_STANDARDIZE,))
 def dbrl(ctx: LinkContext, standardize: bool = True) -> Outcome:
     """d(a,b) = Σ_j (a'_j − b'_j)², a' = (a − mean_A)/sd_A, b' = (b − mean_B)/sd_B (ddof=1).
     A constant attribute is centred instead of divided by zero. ``standardize=False``: raw
@@ -154,14 +161,18 @@ def dbrl(ctx: LinkContext, standardize: bool = True) -> Outcome:
     return linked(ctx, "sqeuclidean", standardize=standardize)
 
 
-@register("dbrl_l1", "L1 distance on attributes standardized per file")
+@register("dbrl_l1", "L1 distance on attributes standardized per file (categorical QIs: "
+          "the dbrl_mixed distance)", kinds=KINDS, mixed=False, params=(_STANDARDIZE,))
 def dbrl_l1(ctx: LinkContext, standardize: bool = True) -> Outcome:
     """d(a,b) = Σ_j |a'_j − b'_j| on per-file standardized values (raw values with
     ``standardize=False``)."""
     return linked(ctx, "l1", standardize=standardize)
 
 
-@register("dbrl2", "DBRL2: squared differences scaled by the std of the true-pair differences")
+@register("dbrl2", "DBRL2: squared differences scaled per attribute by the spread of A−B",
+          params=(Param("sigma", str, "spread", choices=DBRL2_SIGMAS,
+                        help="spread: σ_j = √(Var A_j + Var B_j) (no true pairs needed); "
+                             "aligned: σ_j = sd of A_j − B_j over the true pairs (owner)"),))
 def dbrl2(ctx: LinkContext, sigma: str = "spread") -> Outcome:
     """d(a,b) = Σ_j ((a_j − b_j) / σ_j)². ``sigma="spread"`` (default):
     σ_j = √(Var A_j + Var B_j), the spread of A_j − B_j without knowledge of the true pairs,
@@ -185,7 +196,9 @@ def mahalanobis0(ctx: LinkContext) -> Outcome:
     return linked(ctx, "mahalanobis0")
 
 
-@register("kernel", "KDBRL: kernel distance, K(x,y)=(1+x.y)^d on standardized values")
+@register("kernel", "KDBRL: kernel distance, K(x,y)=(1+x.y)^d on standardized values",
+          params=(Param("d", int, 2, help="degree of the polynomial kernel, ≥ 1 (1: "
+                                           "Euclidean up to a constant)"), _STANDARDIZE))
 def kernel(ctx: LinkContext, d: int = 2, standardize: bool = True) -> Outcome:
     """d(a,b) = K(a,a) − 2K(a,b) + K(b,b), K(x,y) = (1 + x·y)^d on per-file standardized
     values (the squared distance in the kernel's feature space); d = 1 is Euclidean up to
