@@ -111,7 +111,7 @@ def expand(study: Study, data_dir: str | None, replications: int | None = None) 
                 if mk.param:
                     params[mk.param] = value
                 qi_sets = _qi_sets(study, ds)
-                cell = {"dataset": asdict(ds), "method": mk.method, "params": params,
+                cell = {"dataset": _dataset_key(ds), "method": mk.method, "params": params,
                         "attacks": [asdict(a) for a in attacks], "qi": qi_sets,
                         "measures": study.measures}
                 ckey = _key(cell)
@@ -122,6 +122,15 @@ def expand(study: Study, data_dir: str | None, replications: int | None = None) 
                                       mk.param, value, params, r, seed, attacks, qi_sets,
                                       study.measures))
     return tasks
+
+
+def _dataset_key(ds: DatasetSpec) -> dict[str, Any]:
+    """The dataset's part of a cell key. Options added to DatasetSpec later are left out at
+    their default value, so that existing studies keep their cells' seeds."""
+    key = asdict(ds)
+    if not key.get("distinct"):
+        key.pop("distinct", None)
+    return key
 
 
 def _qi_sets(study: Study, ds: DatasetSpec) -> list[tuple[str, list[str] | None]]:
