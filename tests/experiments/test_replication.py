@@ -228,3 +228,13 @@ def test_prl_warns_when_em_zeroes_weights(data_dir):
     assert len(hh) == 493
     assert res.rate * 493 < 100              # an unmasked copy, yet few links (the model)
     assert "zero weight" in res.extra["warnings"][0]
+
+
+@pytest.mark.parametrize("name", ["rank-vs-distance", "categorical", "replicate"])
+def test_committed_study_results_match_their_config_seeds(name):
+    # the committed results must be reproducible from (config, seed): adding a study option
+    # must not reseed the cells of studies that do not use it
+    res = pd.read_csv(ROOT / "docs" / "studies" / name / "results.csv")
+    st = load_config(name)
+    seeds = {t.seed for t in expand(st, None)}
+    assert seeds == set(res["seed"])

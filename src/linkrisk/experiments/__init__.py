@@ -177,7 +177,8 @@ def study(
     if st.published:
         from .published import attach_published
 
-        summary = attach_published(summary)
+        # a sampled dataset (quick runs) is not the published file: no comparison there
+        summary = attach_published(summary, skip={d.label for d in st.datasets if d.sample})
     files = [meta_path,
              atomic_write_text(out / "results.csv", rows.to_csv(index=False), force=True),
              atomic_write_text(out / "summary.csv", summary.to_csv(index=False), force=True)]

@@ -88,14 +88,17 @@ def cell_key(row: dict[str, Any]) -> tuple[str, str, str, str]:
     raise ValueError(f"unmapped published cell: {row}")
 
 
-def attach_published(summary: pd.DataFrame) -> pd.DataFrame:
+def attach_published(summary: pd.DataFrame, skip: set[str] | frozenset[str] = frozenset()
+                     ) -> pd.DataFrame:
     """``summary`` with a ``published`` column: the published value (in %) of each cell the
-    papers report (first one when two tables report the same cell), NaN elsewhere."""
+    papers report (first one when two tables report the same cell), NaN elsewhere and for
+    the dataset labels in ``skip`` (e.g. samples of the published files)."""
     pub = load_published()
     first = pub.drop_duplicates(["dataset_label", "masking_label", "value_key", "attack_label"])
     look = {(r.dataset_label, r.masking_label, r.value_key, r.attack_label): r.published_pct
             for r in first.itertuples()}
     out = summary.copy()
-    out["published"] = [look.get((r["dataset"], r["masking"], value_key(r["value"]), r["name"]),
+    out["published"] = [float("nan") if r["dataset"] in skip else
+                        look.get((r["dataset"], r["masking"], value_key(r["value"]), r["name"]),
                                  float("nan")) for _, r in out.iterrows()]
     return out
