@@ -85,10 +85,11 @@ groups (k = 341 … 2046) where most records tie and the tie-aware measure matte
 k = 2046: DBRL 0.0 %, RBRL-Sum and RBRL-Max 3.3 % published and reproduced).""",
     ("gdbrl", 2): """\
 The global paper's Census table with the Euclidean distance. **GDBRL under noise is
-reproduced or close** (σ = 20: 1022.7 vs 1022.2 published), and so are data shuffling
-(20–28 links of 1080 either way) and MicDP with ε = 1 (1–3 links). The rest differs for reasons of the
+reproduced** at σ = 15 and 20 (1065.9 vs 1060.6 and 1032.7 vs 1022.2 links), close at 25
+and 4 points above at 30; data shuffling (about 20–28 links of 1080 in both) and MicDP
+with ε = 1 (1–3 links) are reproduced too. The rest differs for reasons of the
 setting, not of the attacks: DBRL under noise links 3–6 points more than published at
-every σ (no reading of "σ %" tried fits both DBRL and GDBRL); the paper's GDBRL-δ lies
+every σ (3–7 points; no reading of "σ %" tried fits both DBRL and GDBRL); the paper's GDBRL-δ lies
 between its DBRL and GDBRL, while linkrisk's δ = owner (the only δ the text defines) gives
 GDBRL-δ equal to GDBRL within a link; its p-distribution swapping (p = 5: 411.6 links)
 is far stronger than the rank-based paper's with the same p; its rank shuffling (q = 2:
@@ -99,9 +100,9 @@ links 2 % of the records); MicDP with ε = 10 links fewer records in the paper t
     ("gdbrl", 6): """\
 Table 6 repeats Table 2's settings with three distances (its Euclidean columns equal
 Table 2 up to rounding). The L1 columns behave like the Euclidean ones (GDBRL under noise
-close, DBRL 1–4 points above the paper). The Mahalanobis columns differ everywhere: the
+close, DBRL 2–4 points above the paper). The Mahalanobis columns differ everywhere: the
 paper's Mahalanobis DBRL links *more* than linkrisk's `mahalanobis0` (σ = 15: 524.6 vs
-about 340 links) while its Mahalanobis GDBRL links *fewer* (571.8 vs about 703), so the
+about 340 links) while its Mahalanobis GDBRL links *fewer* (571.8 vs about 700), so the
 paper's covariance matrix is neither Var A + Var B nor, under independent noise, the
 owner's Var A + Var B − 2 Cov(A, B) (which is the noise covariance itself and links almost
 everything). Under the mutual IPSO-C release both Mahalanobis variants are refused by
@@ -168,8 +169,8 @@ Ambiguous setting ("σ as a percentage") and an undefined δ. Readings of σ tri
 (sd √(σ/100)), of its range, of its mean, and correlated noise with covariance (σ/100)²·Σ,
 each with standardized and with raw distances (the paper's text defines the plain,
 unstandardized Euclidean distance). Only sd-scaled independent noise with standardized
-distances comes near: GDBRL within 1–4 points and DBRL 3–6 points above the paper; raw
-distances link far fewer (σ = 25: 285 of 1080 vs 680 published) and correlated noise links
+distances comes near: GDBRL 0.5–4 points and DBRL 3–7 points above the paper; raw
+distances link far fewer (σ = 25: 282 of 1080 vs 680 published) and correlated noise links
 fewer DBRL but not enough fewer GDBRL. The paper's DBRL and GDBRL cells are therefore not
 produced by one noise level of any reading: relative to linkrisk, its DBRL corresponds to a
 slightly larger σ than its GDBRL. GDBRL-δ: with δ = the owner's largest true-pair distance
@@ -182,7 +183,7 @@ Mahalanobis: see the Table 6 paragraph (covariance matrix not identified).""",
     "gdbrl rank_swap_pdist": """\
 Paper-side difference in the definition of p. With linkrisk's default reading (the one
 that fits the rank-based paper) the global paper's cells are far weaker than published
-(p = 5: DBRL 83 % vs 38.1 %); the same p gives 81.3 % in the rank-based paper, so the two
+(p = 5: DBRL 84 % vs 38.1 %); the same p gives 81.3 % in the rank-based paper, so the two
 papers cannot share one p-distribution algorithm. Among the eight readings the global
 paper's DBRL column is fitted best by `distance/p/nofree` (the normal draw is the distance
 itself, μ = σ = p % of n, no free-partner rule: 78.4 / 31.7 / 7.9 % at p = 2 / 5 / 10 vs
@@ -192,7 +193,7 @@ it is not the default because it fits the rank-based paper worst of all readings
 Mahalanobis cells add the unidentified covariance of Table 6.""",
     "gdbrl rank_shuffle": """\
 Paper-side inconsistency. A shuffle within windows of q = 2, 3, 4 consecutive ranks moves
-each value at most 3 ranks, and every distance links 96–100 % of Census records; the paper
+each value at most 3 ranks, and every distance links about 96–100 % of Census records; the paper
 links 2–8 %. Readings tried (section *Readings*): windows of q positions, of q % of n and
 of n/q positions, slide = window. Only windows of roughly 40–50 % of n bring DBRL down to
 the published 20–90 links, and then the trend in q is reversed (the published links fall
@@ -201,14 +202,21 @@ reproducible from the setting as stated.""",
     "gdbrl ipso C": """\
 Paper-side inconsistency. IPSO-C releases synthetic values that preserve the regression
 of each block on the other but carry no record-level information beyond it: linkrisk links
-about 2 % of the records with every distance (DBRL 23.6, GDBRL 22.2 links). Readings tried:
-both blocks modelled on each other (`mutual=True`, used here), only block 1 synthesized
-from the original block 2, and only block 2 from block 1 (then 7 or 6 attributes stay
-original): see the *ipso* and *data_shuffle* readings below — with 6 or 7 attributes left
-original, DBRL links a few hundred records, still far from the paper's GDBRL. None approaches the paper's GDBRL of 1074/1080, which
-needs releases that keep most records' original values. The Mahalanobis cells are refused
-by linkrisk (n = 0): Census's exact identity PTOTVAL = PEARNVAL + POTHVAL holds in both the
-original and the release, so Var A + Var B is singular.""",
+about 2 % of the records with every distance (DBRL 21.7, GDBRL 23.6 links). Readings tried
+(section *Readings*, R = 3): both blocks modelled on each other (`mutual=True`, used here),
+only block 1–6 synthesized from the original 7–13, and only block 7–13 from 1–6 (6 or 7
+attributes then stay original): DBRL 21–270, L1 36–470, GDBRL 21–384 links. None approaches
+the paper's GDBRL of 1074/1080, which needs releases that keep most records' original
+values. The same model is confirmed by the paper's own data-shuffling cells: data
+shuffling *is* IPSO-C followed by restoring the original values by rank, and with both
+blocks modelled on each other linkrisk reproduces them (DBRL 24.1 vs 27.7, GDBRL 19.6 vs
+22.0 links), while the one-block readings link 150–680 records there. Shuffling keeps
+every attribute's ranks of the IPSO-C release, so an IPSO-C release linking 99 % of the
+records would still link far more than 2 % once shuffled: the IPSO-C cells (and their
+identical 1074s across all three distances and both GDBRL variants) are inconsistent with
+the paper's own data-shuffling cells. The Mahalanobis cells are refused by linkrisk
+(n = 0): Census's exact identity PTOTVAL = PEARNVAL + POTHVAL holds in both the original
+and the release (IPSO-C preserves it), so Var A + Var B is singular.""",
     "gdbrl data_shuffle": """\
 Only the Mahalanobis cells, which link fewer records than the paper's Mahalanobis variant
 (its covariance is not identified, see Table 6).""",
@@ -216,10 +224,10 @@ Only the Mahalanobis cells, which link fewer records than the paper's Mahalanobi
 Paper-side inconsistency at ε = 10: the paper links fewer records with ε = 10 than with
 ε = 1 (0.8 vs 1.6 links for GDBRL, k = 15), although a larger ε adds less Laplace noise to
 the centroids and can only leave records closer to their own group. linkrisk links more at
-ε = 10 (about 18–23 links) than at ε = 1 (about 2), as expected; ε = 1 is reproduced.""",
+ε = 10 (about 18–22 links) than at ε = 1 (1–3), as expected; ε = 1 is reproduced.""",
     "gdbrl micdp k=25": """\
 As for k = 15: ε = 1 reproduced; at ε = 10 linkrisk links about 18–22 records and the
-paper 2–4, fewer than its own ε = 1 cells for GDBRL.""",
+paper 2–5, about as many as in its own ε = 1 cells.""",
 }
 
 RUN = """\
