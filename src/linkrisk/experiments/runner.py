@@ -27,8 +27,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..data import atomic_write_text, read_table
 from ..errors import LinkriskError
+from ..fileio import atomic_write_text, read_input
 from .config import AttackSpec, DatasetSpec, Study
 
 #: placeholder in attack parameters for the swept masking value (e.g. rsrl's p); also
@@ -83,7 +83,7 @@ def _load(name: str, data_dir: str | None, ordered: bool, sample: int | None,
     from .. import datasets
 
     df = (datasets.load(name, data_dir) if name in datasets.REFERENCE
-          else read_table(Path(name)))
+          else read_input(name, data_dir))
     if distinct:
         # the distinct records on the QIs (first occurrence), e.g. Household's 493
         df = df.drop_duplicates(list(distinct), keep="first").reset_index(drop=True)
@@ -161,7 +161,8 @@ def run_task(task: Task) -> list[dict[str, Any]]:
     rates: dict[str, float] = {}
     attacker = _attacker_file(orig, rel, task)
     for qlabel, qi in task.qi_sets:
-        ctx, direction = make_context(attacker, rel, qi, seed=task.seed)
+        # the study masks the file itself: row order is the truth by construction
+        ctx, direction = make_context(attacker, rel, qi, seed=task.seed, assume_row_order=True)
         for att in task.attacks:
             params = {k: resolve_param(v, task.value) for k, v in att.params.items()}
             t1 = time.perf_counter()
