@@ -39,7 +39,8 @@ CELLS = [
 
 @pytest.fixture(scope="module")
 def tasks(data_dir):
-    return expand(load_config("replicate"), str(data_dir), replications=2)
+    return expand(load_config("replicate"), None if data_dir is None else str(data_dir),
+                  replications=2)
 
 
 @pytest.mark.parametrize("cell", CELLS, ids=lambda c: f"{c[0]}|{c[1]}|{c[2]}|{c[3]}")
