@@ -21,7 +21,10 @@ def dense_score(method, a, b, **kw):
     if method == "dbrl_l1":
         return np.abs(_std(a)[:, None] - _std(b)[None]).sum(-1)
     if method == "dbrl2":
-        sd = (a - b).std(0, ddof=1)  # row order is truth here
+        if kw.get("sigma") == "aligned":
+            sd = (a - b).std(0, ddof=1)  # row order is truth here
+        else:  # default: the spread of A − B without the true pairs, √(Var A + Var B)
+            sd = np.sqrt(a.var(0, ddof=1) + b.var(0, ddof=1))
         return (((a[:, None] - b[None]) / sd) ** 2).sum(-1)
     if method in ("mahalanobis", "mahalanobis0"):
         s = np.cov(a.T) + np.cov(b.T)

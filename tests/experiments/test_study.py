@@ -10,7 +10,7 @@ from linkrisk.errors import LinkriskError
 from linkrisk.experiments import builtin_names, load_config, replication_seeds, summarize
 from linkrisk.experiments.runner import expand, resolve_param
 
-BUILTIN = ["categorical", "global", "rank-swap", "rank-vs-distance", "synthetic"]
+BUILTIN = ["categorical", "global", "rank-swap", "rank-vs-distance", "replicate", "synthetic"]
 
 
 def test_builtin_configs_are_shipped_and_valid():

@@ -65,7 +65,8 @@ def test_tiny_window_is_identity():
 def test_pdist_goes_beyond_the_standard_window():
     n, p = 2000, 2
     x = np.random.default_rng(0).permutation(n).astype(float)
-    src = rank_permutation(x, "rank_swap_pdist", np.random.default_rng(1), p=p)
+    src = rank_permutation(x, "rank_swap_pdist", np.random.default_rng(1), p=p,
+                           variant="max/half/free")
     d = np.abs(x[src] - x)  # x is a permutation of 0..n-1, so values are ranks
     swapped = d[d > 0]
     # D ~ N(p·n/200, p·n/200) truncated at 0; r ~ U{1..D}: mean r ≈ E[D⁺]/2 ≈ 0.58·p·n/200

@@ -42,11 +42,11 @@ def test_registry_lists_every_method():
 
 
 def test_method_params_contract():
-    assert method_params("noise") == {"a": float, "percent": float}
+    assert method_params("noise") == {"a": float, "percent": float, "scale": str}
     assert method_params("rank_shuffle") == {"q": int, "s": int}
-    assert method_params("ipso") == {"variant": str, "confidential": list}
+    assert method_params("ipso") == {"variant": str, "confidential": list, "mutual": bool}
     assert method_params("micdp") == {"k": int, "epsilon": float}
-    assert set(method_params("pram")) == {"pd", "alpha", "matrix", "strata"}
+    assert set(method_params("pram")) == {"pd", "alpha", "matrix", "strata", "variant"}
     assert {"width", "n_groups", "min_frequency"} <= set(method_params("global_recoding"))
     with pytest.raises(LinkriskError, match="known: .*mdav"):
         method_params("nope")

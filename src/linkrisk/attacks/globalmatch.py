@@ -89,7 +89,11 @@ from .distance import METRICS, space
                                                           "densely"),
               Param("d", int, 2, help="degree of the kernel metric"),
               Param("k_list", int, DEFAULT_K_LIST, help="length of the sparse solver's k-NN "
-                                                        "lists")))
+                                                        "lists"),
+              Param("standardize", bool, True,
+                    help="standardize each file's attributes for the euclidean, l1 and "
+                         "kernel metrics (False: raw values, the global-linkage paper's "
+                         "plain distance)")))
 def gdbrl(
     ctx: LinkContext,
     metric: str = "euclidean",
@@ -102,13 +106,15 @@ def gdbrl(
     dense_max_n: int = DENSE_MAX_N,
     d: int = 2,
     k_list: int = DEFAULT_K_LIST,
+    standardize: bool = True,
 ) -> Outcome:
     """Minimum-cost perfect matching σ* = argmin_σ Σ_a d(a, σ(a)) between the attacker's
     file and the release; correct links = fixed points σ*(a) = true(a).
 
     ``metric``: any distance of :func:`~linkrisk.attacks.distance.space` (default
     ``euclidean``: Euclidean, not squared, on per-file standardized values); ``d``: the
-    kernel metric's degree. ``delta``: a distance threshold Δ or ``"owner"``; ``approx``:
+    kernel metric's degree; ``standardize=False``: raw values for the euclidean, l1 and
+    kernel metrics (the global-linkage paper's plain Euclidean distance). ``delta``: a distance threshold Δ or ``"owner"``; ``approx``:
     ``agdbrl1`` or ``agdbrl2``; ``solver``: ``auto``, ``dense``, ``sparse``, ``graph`` or
     ``patterns``;
     ``k`` / ``k_list``: degree of the candidate graph / length of the k-NN lists of the
@@ -126,6 +132,8 @@ def gdbrl(
     if approx not in (None, "agdbrl1", "agdbrl2"):
         raise LinkriskError(f"unknown approx {approx!r}; use 'agdbrl1' or 'agdbrl2'")
     kw: dict[str, Any] = {"d": d} if metric == "kernel" else {}
+    if not standardize:
+        kw["standardize"] = False
     sp = space(ctx, metric, **kw)
     pw = Pairwise.build(sp.a, sp.b, sp.metric, root=sp.root, **sp.kw)
     truth = np.asarray(ctx.truth, np.int64)

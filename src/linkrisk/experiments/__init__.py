@@ -57,6 +57,12 @@ def summarize(rows: pd.DataFrame) -> pd.DataFrame:
     return s
 
 
+def _published(row: pd.Series) -> str:
+    """' (published X)' when the study carries the literature's value for this cell."""
+    v = row.get("published")
+    return "" if v is None or pd.isna(v) else f" (published {v:.1f})"
+
+
 def markdown(summary: pd.DataFrame, study: Study) -> str:
     """One Markdown table per dataset × masking method: rows = parameter values (× QI
     subsets), columns = attacks and measures, cells = mean ± std."""
@@ -68,13 +74,16 @@ def markdown(summary: pd.DataFrame, study: Study) -> str:
         head = [param or "setting", "QIs", *names]
         out += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         for (value, qi), cell in part.groupby(["value", "qi"], sort=False):
-            vals = {r["name"]: (f"{r['mean']:.2f}" + (f" ± {r['std']:.2f}" if r["n"] > 1 else ""))
+            vals = {r["name"]: (f"{r['mean']:.2f}" + (f" ± {r['std']:.2f}" if r["n"] > 1 else "")
+                                + _published(r))
                     for _, r in cell.iterrows()}
             out.append("| " + " | ".join([str(value), str(qi)]
                                          + [vals.get(n, "") for n in names]) + " |")
         out.append("")
     out.append("Attacks: % of records correctly re-identified; measures as in docs/methods.md. "
-               "mean ± std over replications.")
+               "mean ± std over replications"
+               + ("; in parentheses the published value (%) where the literature reports "
+                  "the cell (docs/replication.md)." if "published" in summary else "."))
     return "\n".join(out) + "\n"
 
 
@@ -170,6 +179,11 @@ def study(
     atomic_write_text(meta_path, json.dumps(meta, indent=2), force=True)
     rows, cached = run_tasks(tasks, out / "cache", processes or default_processes(), progress)
     summary = summarize(rows)
+    if st.published:
+        from .published import attach_published
+
+        # a sampled dataset (quick runs) is not the published file: no comparison there
+        summary = attach_published(summary, skip={d.label for d in st.datasets if d.sample})
     files = [meta_path,
              atomic_write_text(out / "results.csv", rows.to_csv(index=False), force=True),
              atomic_write_text(out / "summary.csv", summary.to_csv(index=False), force=True)]

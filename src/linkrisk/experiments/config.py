@@ -40,6 +40,7 @@ class DatasetSpec:
     params: dict[str, Any] = field(default_factory=dict)  # masking params for this dataset
     ordered: bool = False         # make categorical columns ordered (top/bottom coding)
     sample: int | None = None     # use the first ``sample`` records (quick runs)
+    distinct: bool = False        # keep the first occurrence of each distinct QI record
 
 
 @dataclass
@@ -59,6 +60,7 @@ class MaskingSpec:
     datasets: list[str] | None    # restrict to these dataset labels
     attacks: list[AttackSpec] | None  # override the study's attacks
     label: str
+    replications: int | None = None  # this method's R (default: the study's)
 
     def values_for(self, dataset: str) -> list[Any]:
         return self.values_by_dataset.get(dataset, self.values)
@@ -76,6 +78,7 @@ class Study:
     known_attributes: list[int] | None  # attacker knows the first k QIs, for each k
     measures: list[str]
     source: str
+    published: bool = False       # attach the published values (experiments/published)
 
 
 def _read(path: Path) -> dict[str, Any]:
@@ -157,7 +160,7 @@ def _attack(entry: Any, where: str) -> AttackSpec:
 def _validate(d: dict[str, Any], source: str, quick: Mapping[str, Any]) -> Study:
     name = str(d.get("name") or Path(source).stem)
     known = {"name", "description", "seed", "replications", "datasets", "masking", "attacks",
-             "known_attributes", "measures", "max_values"}
+             "known_attributes", "measures", "max_values", "published"}
     extra = set(d) - known
     if extra:
         raise LinkriskError(f"{source}: unknown setting {sorted(extra)[0]!r}; "
@@ -172,7 +175,8 @@ def _validate(d: dict[str, Any], source: str, quick: Mapping[str, Any]) -> Study
                                 f"name ({', '.join(REFERENCE)}) or a CSV/Parquet path")
         datasets.append(DatasetSpec(str(e["name"]), str(e.get("label", e["name"])),
                                     e.get("qi"), e.get("columns"), dict(e.get("params", {})),
-                                    bool(e.get("ordered", False)), e.get("sample")))
+                                    bool(e.get("ordered", False)), e.get("sample"),
+                                    bool(e.get("distinct", False))))
     if not datasets:
         raise LinkriskError(f"{source}: the study names no datasets")
     labels = {ds.label for ds in datasets}
@@ -211,7 +215,8 @@ def _validate(d: dict[str, Any], source: str, quick: Mapping[str, Any]) -> Study
         masking.append(MaskingSpec(
             method, param, values if param else [None], by_ds, fixed, only,
             [_attack(a, where) for a in own] if own is not None else None,
-            str(e.get("label", method))))
+            str(e.get("label", method)),
+            None if quick or e.get("replications") is None else int(e["replications"])))
     if not masking:
         raise LinkriskError(f"{source}: the study has no masking methods")
     if not attacks and any(m.attacks is None for m in masking):
@@ -229,7 +234,7 @@ def _validate(d: dict[str, Any], source: str, quick: Mapping[str, Any]) -> Study
     if reps < 1:
         raise LinkriskError(f"{source}: replications must be at least 1")
     return Study(name, str(d.get("description", "")), int(d.get("seed", 0)), reps, datasets,
-                 masking, attacks, known_attrs, measures, source)
+                 masking, attacks, known_attrs, measures, source, bool(d.get("published")))
 
 
 def _thin(values: list, k: int) -> list:

@@ -78,11 +78,15 @@ def replication_seeds(study_seed: int, cell: str, r: int) -> list[int]:
 
 
 @lru_cache(maxsize=8)
-def _load(name: str, data_dir: str | None, ordered: bool, sample: int | None) -> pd.DataFrame:
+def _load(name: str, data_dir: str | None, ordered: bool, sample: int | None,
+          distinct: tuple[str, ...] | None = None) -> pd.DataFrame:
     from .. import datasets
 
     df = (datasets.load(name, data_dir) if name in datasets.REFERENCE
           else read_input(name, data_dir))
+    if distinct:
+        # the distinct records on the QIs (first occurrence), e.g. Household's 493
+        df = df.drop_duplicates(list(distinct), keep="first").reset_index(drop=True)
     if sample:
         df = df.iloc[: int(sample)].reset_index(drop=True)
     if ordered:
@@ -107,16 +111,26 @@ def expand(study: Study, data_dir: str | None, replications: int | None = None) 
                 if mk.param:
                     params[mk.param] = value
                 qi_sets = _qi_sets(study, ds)
-                cell = {"dataset": asdict(ds), "method": mk.method, "params": params,
+                cell = {"dataset": _dataset_key(ds), "method": mk.method, "params": params,
                         "attacks": [asdict(a) for a in attacks], "qi": qi_sets,
                         "measures": study.measures}
                 ckey = _key(cell)
-                n = 1 if METHODS[mk.method].deterministic else reps
+                n = 1 if METHODS[mk.method].deterministic else (
+                    reps if replications or not mk.replications else mk.replications)
                 for r, seed in enumerate(replication_seeds(study.seed, ckey, n)):
                     tasks.append(Task(_key([ckey, seed]), ds, data_dir, mk.method, mk.label,
                                       mk.param, value, params, r, seed, attacks, qi_sets,
                                       study.measures))
     return tasks
+
+
+def _dataset_key(ds: DatasetSpec) -> dict[str, Any]:
+    """The dataset's part of a cell key. Options added to DatasetSpec later are left out at
+    their default value, so that existing studies keep their cells' seeds."""
+    key = asdict(ds)
+    if not key.get("distinct"):
+        key.pop("distinct", None)
+    return key
 
 
 def _qi_sets(study: Study, ds: DatasetSpec) -> list[tuple[str, list[str] | None]]:
@@ -134,7 +148,11 @@ def run_task(task: Task) -> list[dict[str, Any]]:
     from ..attacks import make_context, run_attack
     from ..masking import mask
 
-    orig = _load(task.dataset.name, task.data_dir, task.dataset.ordered, task.dataset.sample)
+    ds = task.dataset
+    orig = _load(ds.name, task.data_dir, ds.ordered, ds.sample,
+                 tuple(ds.qi or ds.columns or ()) if ds.distinct else None)
+    if ds.distinct and not (ds.qi or ds.columns):
+        orig = orig.drop_duplicates().reset_index(drop=True)
     t0 = time.perf_counter()
     rel = mask(orig, task.method, columns=task.dataset.columns, seed=task.seed, **task.params)
     base = {"dataset": task.dataset.label, "masking": task.masking, "param": task.param or "",

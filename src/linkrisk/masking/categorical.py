@@ -16,6 +16,19 @@
   column → {"categories": [...], "matrix": [[...]]}, or column → {stratum key: that} with
   strata; ``pram_matrix_frame()`` turns one entry into a DataFrame.
   Strength: ``pd`` (0.95 mild … 0 strong) at fixed ``alpha`` (0 = no change … 1).
+  ``variant="sdcmicro"`` reproduces sdcMicro's ``pram()`` (R/pram.R, versions ≥ 4.7) where
+  it differs from the default ``variant="observed"``: the matrix is built over *all* the
+  column's categories (a factor's levels; here a Categorical's categories, unused ones
+  included, which get frequency 0 but still receive off-diagonal mass in P, so R differs
+  from the observed-only matrix when a category is unused) and it is computed once from the
+  whole column's frequencies and applied unchanged within every stratum (the default builds
+  one matrix per stratum from the stratum's own frequencies). Without unused categories and
+  without strata both variants give the same matrix and the same distribution of released
+  values (the draws differ from R's: another generator). Earlier sdcMicro versions (before
+  4.7, numeric codes recoded to 1..L, L = the observed categories, NA as an extra category;
+  the first versions indexed the matrix by the raw code, right only for codes 1..L) built
+  the same α·P·Q + (1−α)·I matrix; the normalisation of f by Σ codes instead of n in every
+  version cancels in Q.
 * ``top_coding`` / ``bottom_coding`` — values above (below) a threshold are replaced by the
   threshold (numeric) or merged into the threshold category (ordinal: ordered Categorical;
   the dtype keeps all its categories, those beyond the threshold become unused, so codes stay
@@ -121,6 +134,29 @@ def invariant_pram_matrix(freq: np.ndarray, pd: float, alpha: float,
     r = p @ q
     m = alpha * r + (1.0 - alpha) * np.eye(size)
     return m / m.sum(axis=1, keepdims=True)    # exact stochastic rows despite round-off
+
+
+PRAM_VARIANTS = ("observed", "sdcmicro")
+
+
+def invariant_pram_matrix_all(counts: np.ndarray, pd: float, alpha: float,
+                              rng: np.random.Generator) -> np.ndarray:
+    """sdcMicro's invariant matrix over all L categories, unused ones (count 0) included:
+    P over L, Q_dc = P_cd·f_c / Σ_e P_ed·f_e (zero columns for unused c), α·P·Q + (1−α)·I.
+    Rows of unused categories are never used (no record holds them)."""
+    counts = np.asarray(counts, dtype=np.float64)
+    size = len(counts)
+    if size == 1:
+        return np.ones((1, 1))
+    diag = rng.uniform(pd, 1.0, size)
+    p = np.repeat(((1.0 - diag) / (size - 1))[:, None], size, axis=1)
+    np.fill_diagonal(p, diag)
+    f = counts / counts.sum()
+    denom = f @ p
+    with np.errstate(invalid="ignore", divide="ignore"):
+        q = np.where(denom[:, None] > 0, (p * f[:, None]).T / denom[:, None], 0.0)
+    m = alpha * (p @ q) + (1.0 - alpha) * np.eye(size)
+    return m / m.sum(axis=1, keepdims=True)
 
 
 def _transitions(codes: np.ndarray, matrix: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -233,6 +269,10 @@ def apply_pram(df: pandas.DataFrame, columns: list[str], rng: np.random.Generato
                **params: Any) -> pandas.DataFrame:
     pd_, alpha = params.get("pd", 0.8), params.get("alpha", 0.5)
     matrix, strata = params.get("matrix"), params.get("strata")
+    variant = str(params.get("variant") or "observed").lower()
+    if variant not in PRAM_VARIANTS:
+        raise LinkriskError(f"pram: variant={params.get('variant')!r} is not one of "
+                            f"{', '.join(PRAM_VARIANTS)}")
     _check_pram(pd_, alpha)
     check_no_missing(df, columns, "pram")
     if strata:
@@ -254,6 +294,15 @@ def apply_pram(df: pandas.DataFrame, columns: list[str], rng: np.random.Generato
             for _, idx in groups:
                 new[idx] = _transitions(codes[idx], full, rng)
             used[col] = _plain(full, cats_out)
+        elif variant == "sdcmicro":
+            # one matrix over every category of the column, from the whole column's
+            # frequencies, used unchanged in every stratum (sdcMicro's pramWORK)
+            cats_out = cats
+            m = invariant_pram_matrix_all(np.bincount(codes, minlength=len(cats)), pd_,
+                                          alpha, rng)
+            for _, idx in groups:
+                new[idx] = _transitions(codes[idx], m, rng)
+            used[col] = _plain(m, cats)
         else:
             cats_out = cats
             per = {}

@@ -18,6 +18,14 @@ attributes X (n×p) named by the user: W = [1, X], B̂ = (WᵀW)⁻¹WᵀY, resi
 value of rank r in Ỹ_j by the original value of rank r in Y_j (stable ranks). The released
 values are the original values permuted, with the rank dependence on X of the IPSO-C data.
 
+``mutual=True`` (both methods): the two attribute blocks are modelled on each other, as in
+the global-linkage paper's IPSO-C setting (Herranz, Nin, Rodríguez & Tassa 2015: Census
+attributes 1–6 and 7–13): the masked columns are generated from the original
+``confidential`` block *and* the ``confidential`` block is generated (same variant) from the
+original masked columns, so every attribute of the release is synthetic (shuffled). Each
+block is regressed on the other's original values; the two draws use the same generator
+one after the other.
+
 IPSO has no sweepable strength (variant A < B ≈ C in perturbation); study the choice of
 confidential attributes instead.
 """
@@ -96,15 +104,29 @@ def _ipso_inputs(df: pd.DataFrame, columns: list[str], confidential, method: str
     return y, x, conf
 
 
+def _with_mutual(df: pd.DataFrame, columns: list[str], conf: list[str], first: pd.DataFrame,
+                 second: np.ndarray, keep_dtype: bool = False) -> pd.DataFrame:
+    """The release of both blocks: ``first`` (the masked columns) plus the confidential
+    block's synthetic values ``second``; ``mask`` copies every returned column."""
+    other = frame_like(df, conf, second, keep_dtype=keep_dtype)
+    out = pd.concat([first, other], axis=1)
+    out.attrs.update(first.attrs)
+    return out
+
+
 def apply_ipso(df: pd.DataFrame, columns: list[str], rng: np.random.Generator,
-               variant: str | None = None, confidential: list[str] | None = None
-               ) -> pd.DataFrame:
+               variant: str | None = None, confidential: list[str] | None = None,
+               mutual: bool = False) -> pd.DataFrame:
     require("ipso", "variant", variant, "A, B or C")
     v = str(variant).strip().upper()
     if v not in VARIANTS:
         raise LinkriskError(f"ipso: variant={variant!r} is not one of A, B, C")
     y, x, conf = _ipso_inputs(df, columns, confidential, "ipso")
-    return frame_like(df, columns, ipso_values(y, x, v, rng, conf))
+    first = frame_like(df, columns, ipso_values(y, x, v, rng, conf))
+    if not mutual:
+        return first
+    return _with_mutual(df, columns, conf, first,
+                        ipso_values(x, y, v, rng, list(columns)))
 
 
 def shuffle_by_ranks(y: np.ndarray, y_synth: np.ndarray) -> np.ndarray:
@@ -116,7 +138,13 @@ def shuffle_by_ranks(y: np.ndarray, y_synth: np.ndarray) -> np.ndarray:
 
 
 def apply_data_shuffle(df: pd.DataFrame, columns: list[str], rng: np.random.Generator,
-                       confidential: list[str] | None = None) -> pd.DataFrame:
+                       confidential: list[str] | None = None,
+                       mutual: bool = False) -> pd.DataFrame:
     y, x, conf = _ipso_inputs(df, columns, confidential, "data_shuffle")
     synth = ipso_values(y, x, "C", rng, conf, method="data_shuffle")
-    return frame_like(df, columns, shuffle_by_ranks(y, synth), keep_dtype=True)
+    first = frame_like(df, columns, shuffle_by_ranks(y, synth), keep_dtype=True)
+    if not mutual:
+        return first
+    synth2 = ipso_values(x, y, "C", rng, list(columns), method="data_shuffle")
+    return _with_mutual(df, columns, conf, first, shuffle_by_ranks(x, synth2),
+                        keep_dtype=True)

@@ -3,6 +3,11 @@
 * ``noise``: independent additive noise, y_ij = x_ij + e_ij, e_ij ~ N(0, (a·σ_j)²), σ_j the
   sample std (ddof=1) of attribute j. ``a`` is the std factor; sdcMicro's ``noise=15``
   (a percentage) is ``percent=15`` = ``a=0.15``.
+  ``scale`` sets what a multiplies (the readings of "noise with σ = s %" in the
+  literature): ``sd`` (default, e_ij ~ N(0, (a·σ_j)²), sdcMicro's ``addNoise`` and the
+  rank-based linkage paper), ``variance`` (Var e_ij = a·σ_j², i.e. sd √a·σ_j), ``range``
+  (sd a·(max_j − min_j)) or ``mean`` (sd a·|x̄_j|). The global-linkage paper's σ = 15 … 30
+  cells are closest to ``sd`` (docs/replication.md compares all four).
 * ``correlated_noise``: y_i = x_i + e_i, e_i ~ N(0, a·Σ) with Σ the sample covariance
   (ddof=1) of the masked attributes, so the noise has the data's correlation structure and
   Cov(Y) ≈ (1+a)·Σ (Kim 1986).
@@ -32,9 +37,28 @@ def psd_sqrt(s: np.ndarray) -> np.ndarray:
     return (v * np.sqrt(np.clip(w, 0.0, None))) @ v.T
 
 
-def additive_noise(x: np.ndarray, a: float, rng: np.random.Generator) -> np.ndarray:
-    """x + N(0, (a·σ_j)²) per attribute j (σ_j sample std)."""
-    return x + rng.standard_normal(x.shape) * (a * _column_std(x))
+NOISE_SCALES = ("sd", "variance", "range", "mean")
+
+
+def noise_sd(x: np.ndarray, a: float, scale: str = "sd") -> np.ndarray:
+    """Per-attribute noise standard deviation for strength ``a`` under ``scale`` (see the
+    module docstring): a·σ_j, √a·σ_j, a·range_j or a·|mean_j|."""
+    if scale == "sd":
+        return a * _column_std(x)
+    if scale == "variance":
+        return np.sqrt(a) * _column_std(x)
+    if scale == "range":
+        return a * (x.max(axis=0) - x.min(axis=0)) if len(x) else np.zeros(x.shape[1])
+    if scale == "mean":
+        return a * np.abs(x.mean(axis=0)) if len(x) else np.zeros(x.shape[1])
+    raise LinkriskError(f"noise: scale={scale!r} is not one of {', '.join(NOISE_SCALES)}")
+
+
+def additive_noise(x: np.ndarray, a: float, rng: np.random.Generator,
+                   scale: str = "sd") -> np.ndarray:
+    """x + N(0, s_j²) per attribute j, s_j = :func:`noise_sd` (default a·σ_j, σ_j the
+    sample std)."""
+    return x + rng.standard_normal(x.shape) * noise_sd(x, a, scale)
 
 
 def correlated_additive_noise(x: np.ndarray, a: float, rng: np.random.Generator) -> np.ndarray:
@@ -56,7 +80,8 @@ def _check_a(method: str, a: float) -> None:
 
 
 def apply_noise(df: pd.DataFrame, columns: list[str], rng: np.random.Generator,
-                a: float | None = None, percent: float | None = None) -> pd.DataFrame:
+                a: float | None = None, percent: float | None = None,
+                scale: str | None = None) -> pd.DataFrame:
     if a is None and percent is None:
         raise LinkriskError("noise needs a (noise std as a fraction of each column's std, "
                             "e.g. a=0.1) or percent (e.g. percent=10)")
@@ -65,8 +90,11 @@ def apply_noise(df: pd.DataFrame, columns: list[str], rng: np.random.Generator,
     if a is None:
         a = percent / 100.0
     _check_a("noise", a)
+    scale = "sd" if scale is None else str(scale)
+    if scale not in NOISE_SCALES:
+        raise LinkriskError(f"noise: scale={scale!r} is not one of {', '.join(NOISE_SCALES)}")
     x = numeric_matrix(df, columns, "noise")
-    return frame_like(df, columns, additive_noise(x, a, rng))
+    return frame_like(df, columns, additive_noise(x, a, rng, scale))
 
 
 def apply_correlated_noise(df: pd.DataFrame, columns: list[str], rng: np.random.Generator,

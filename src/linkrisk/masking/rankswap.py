@@ -121,18 +121,32 @@ def _swap_standard(n, window, rng):
 
 
 @nb.njit(cache=True)
-def _swap_pdist(n, mu, sigma, rng):
+def _swap_pdist(n, mu, sigma, as_max, free_rule, rng):
+    """p-distribution swap on sorted positions. D_i ~ N(mu, sigma) clipped to [0, n−1−i];
+    the forward distance is r = max(1, round(D_i)) (``as_max`` False) or r uniform in
+    1..max(1, ⌊D_i⌋) (``as_max`` True). With ``free_rule`` only not-yet-swapped positions
+    take part (i is skipped once swapped; its partner is the nearest free position ≥ i + r,
+    none → leave i); without it every i swaps its current value with position i + r
+    (a value may move several times)."""
     src = np.arange(n)
     tree = _bit_ones(n)
     total = n
     for i in range(n):
-        if src[i] != i:
+        if free_rule and src[i] != i:
             continue
         d = mu + sigma * rng.standard_normal()
         d = min(max(d, 0.0), float(n - 1 - i))
-        rmax = max(1, int(math.floor(d)))
-        part = i + 1 + _draw_index(rng, rmax)
+        if as_max:
+            r = 1 + _draw_index(rng, max(1, int(math.floor(d))))
+        else:
+            r = max(1, int(math.floor(d + 0.5)))
+        part = i + r
         if part > n - 1:
+            continue
+        if not free_rule:
+            t = src[i]
+            src[i] = src[part]
+            src[part] = t
             continue
         before = _bit_prefix(tree, part - 1)
         if before == total:  # no free position at or beyond part
@@ -215,9 +229,37 @@ def _shuffle_windows(n, q, s, rng):
 # ---------------------------------------------------------------- array-level API
 
 
+#: readings of p-distribution swapping: (draw, scale, partner rule); see ``pdist_variant``
+PDIST_DRAWS = ("distance", "max")
+PDIST_SCALES = ("p", "half")
+PDIST_RULES = ("free", "nofree")
+PDIST_DEFAULT = "max/p/free"
+PDIST_VARIANTS = tuple(f"{d}/{s}/{r}" for d in PDIST_DRAWS for s in PDIST_SCALES
+                       for r in PDIST_RULES)
+PDIST_LEGACY = "max/half/free"
+
+
+def pdist_variant(variant: str | None) -> tuple[bool, float, bool]:
+    """Parse a p-distribution reading ``"DRAW/SCALE/RULE"`` into (as_max, scale, free_rule):
+    DRAW ``distance`` (the normal draw is the swap distance) or ``max`` (a maximum, the
+    distance uniform below it); SCALE ``p`` (μ = σ = p·n/100) or ``half`` (μ = σ = p·n/200);
+    RULE ``free`` (partners are not-yet-swapped positions) or ``nofree`` (every position
+    swaps with i + r whatever happened before). ``None`` is :data:`PDIST_DEFAULT`; the
+    former default is :data:`PDIST_LEGACY`."""
+    v = PDIST_DEFAULT if variant is None else str(variant).strip().lower()
+    parts = v.split("/")
+    if (len(parts) != 3 or parts[0] not in PDIST_DRAWS or parts[1] not in PDIST_SCALES
+            or parts[2] not in PDIST_RULES):
+        raise LinkriskError(
+            f"rank_swap_pdist: variant={variant!r} is not DRAW/SCALE/RULE with DRAW in "
+            f"{', '.join(PDIST_DRAWS)}, SCALE in {', '.join(PDIST_SCALES)}, RULE in "
+            f"{', '.join(PDIST_RULES)} (default {PDIST_DEFAULT})")
+    return parts[0] == "max", (100.0 if parts[1] == "p" else 200.0), parts[2] == "free"
+
+
 def rank_permutation(x: np.ndarray, method: str, rng: np.random.Generator, *,
                      p: float | None = None, q: int | None = None,
-                     s: int | None = None) -> np.ndarray:
+                     s: int | None = None, variant: str | None = None) -> np.ndarray:
     """Row permutation ``src`` of one attribute such that the masked column is ``x[src]``.
 
     ``method`` is ``rank_swap``, ``rank_swap_pdist``, ``rank_swap_pbuckets`` or
@@ -229,7 +271,8 @@ def rank_permutation(x: np.ndarray, method: str, rng: np.random.Generator, *,
     if method == "rank_swap":
         pos = _swap_standard(n, int(math.floor(p * n / 100.0)), rng)
     elif method == "rank_swap_pdist":
-        pos = _swap_pdist(n, p * n / 200.0, p * n / 200.0, rng)
+        as_max, div, free_rule = pdist_variant(variant)
+        pos = _swap_pdist(n, p * n / div, p * n / div, as_max, free_rule, rng)
     elif method == "rank_swap_pbuckets":
         pos = _swap_pbuckets(n, int(p), rng)
     elif method == "rank_shuffle":
@@ -257,10 +300,13 @@ def _check_p(method: str, p: float | None, n: int) -> None:
 
 def _apply_rank(method: str):
     def apply(df: pd.DataFrame, columns: list[str], rng: np.random.Generator,
-              p: float | None = None) -> pd.DataFrame:
+              p: float | None = None, variant: str | None = None) -> pd.DataFrame:
         x = numeric_matrix(df, columns, method)
         _check_p(method, p, len(x))
-        out = np.column_stack([x[rank_permutation(x[:, j], method, rng, p=p), j]
+        if variant is not None:  # only rank_swap_pdist registers the parameter
+            pdist_variant(variant)
+        out = np.column_stack([x[rank_permutation(x[:, j], method, rng, p=p,
+                                                  variant=variant), j]
                                for j in range(x.shape[1])])
         return frame_like(df, columns, out, keep_dtype=True)
 

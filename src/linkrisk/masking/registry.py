@@ -23,6 +23,9 @@ from ._base import (
 
 _CONF = Param("confidential", list, required=True,
                help="the confidential attributes the QIs are regressed on (never masked)")
+_MUTUAL = Param("mutual", bool, False,
+                help="also synthesize the confidential block from the masked one (two blocks "
+                     "modelled on each other)")
 _P_PCT = "% of n: partners at most ⌊p·n/100⌋ rank positions apart, in (0, 100]"
 _THRESHOLD = "value, label or {column: value}"
 
@@ -31,7 +34,10 @@ _SPECS = [
         Param("a", float, help="noise std as a fraction of each attribute's std (0.1 = 10 %); "
                                "give a or percent"),
         Param("percent", float, help="the same in percent, percent = 100·a (sdcMicro's "
-                                     "noise=)")),
+                                     "noise=)"),
+        Param("scale", str, "sd", choices=("sd", "variance", "range", "mean"),
+              help="what a scales: the noise sd is a·sd_j (sd), √a·sd_j (variance), "
+                   "a·range_j (range) or a·|mean_j| (mean)")),
         strength="a", summary="independent additive Gaussian noise, std a·σ_j"),
     MethodSpec("correlated_noise", noise.apply_correlated_noise, (
         Param("a", float, required=True, help="noise covariance a·Σ (Σ the covariance of "
@@ -45,7 +51,10 @@ _SPECS = [
         strength="p", summary="rank swapping within p% of n rank positions (Moore 1996)"),
     MethodSpec("rank_swap_pdist", rankswap.apply_rank_swap_pdist, (
         Param("p", float, required=True, help="scale of the random swap distance, % of n, "
-                                              "in (0, 100]"),),
+                                              "in (0, 100]"),
+        Param("variant", str, rankswap.PDIST_DEFAULT, choices=rankswap.PDIST_VARIANTS,
+              help="reading DRAW/SCALE/RULE: the normal draw as the swap distance or a "
+                   "maximum; μ = σ = p % or p/2 % of n; partners free or not")),
         strength="p", summary="p-distribution rank swapping (Nin et al. 2008)"),
     MethodSpec("rank_swap_pbuckets", rankswap.apply_rank_swap_pbuckets, (
         Param("p", int, required=True, help="number of buckets, 1..n (fewer is stronger)"),),
@@ -74,10 +83,10 @@ _SPECS = [
         Param("variant", str, required=True, choices=("A", "B", "C"),
               help="A: fitted values; B: + noise; C: + noise with the residual covariance "
                    "preserved exactly"),
-        _CONF),
+        _CONF, _MUTUAL),
         strength="variant", summary="IPSO synthetic QIs from a regression on "
         "confidential attributes (Burridge 2003)"),
-    MethodSpec("data_shuffle", ipso.apply_data_shuffle, (_CONF,),
+    MethodSpec("data_shuffle", ipso.apply_data_shuffle, (_CONF, _MUTUAL),
                summary="data shuffling: original values reordered by IPSO-C ranks "
                        "(Muralidhar & Sarathy 2006)"),
     MethodSpec("pram", categorical.apply_pram, (
@@ -87,7 +96,10 @@ _SPECS = [
               help="a transition matrix to use instead of invariant PRAM (DataFrame by "
                    "category, L×L array, or {column: matrix})"),
         Param("strata", list, help="run PRAM separately within each combination of these "
-                                   "columns")),
+                                   "columns"),
+        Param("variant", str, "observed", choices=categorical.PRAM_VARIANTS,
+              help="observed: matrix over the observed categories, per stratum; sdcmicro: "
+                   "over all categories, once per column, as sdcMicro's pram()")),
         kind="categorical", columns_rule="categorical", strength="pd (smaller is stronger)",
         summary="post-randomization (invariant PRAM by default, as sdcMicro)"),
     MethodSpec("top_coding", categorical.apply_top_coding, (
@@ -189,7 +201,9 @@ def mask(df: pd.DataFrame, method: str, columns: Sequence[str] | None = None,
     rng = as_rng(seed)
     masked = spec.apply(df, cols, rng, **params)
     out = df.copy()
-    for c in cols:
+    # a method may also release columns it was not asked to mask (ipso/data_shuffle with
+    # mutual=True synthesize the confidential block too)
+    for c in [*cols, *(c for c in masked.columns if c not in cols and c in df.columns)]:
         out[c] = masked[c]
     out.attrs.update(masked.attrs)
     return out
