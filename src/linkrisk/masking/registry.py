@@ -8,7 +8,7 @@ from typing import Any
 import pandas as pd
 
 from ..errors import LinkriskError
-from . import categorical, ipso, microaggregation, noise, rankswap
+from . import categorical, ipso, microaggregation, noise, rankswap, suppression
 from ._base import (
     MethodSpec,
     SeedLike,
@@ -67,6 +67,11 @@ _SPECS = [
                kind="categorical", columns_rule="any", deterministic=True,
                strength="width (ordinal/numeric), n_groups or min_frequency (nominal)",
                summary="merge categories / intervals into coarser groups"),
+    MethodSpec("local_suppression", suppression.apply_local_suppression,
+               {"k": int, "keys": list, "importance": object, "alpha": float},
+               defaults={"k": 2}, kind="categorical", columns_rule="any", deterministic=True,
+               strength="k", summary="suppress key values (set missing) to k-anonymity, "
+               "sdcMicro's greedy localSuppression"),
 ]
 
 #: method name -> MethodSpec (callable as ``METHODS[name](df, columns=, seed=, **params)``)

@@ -1,0 +1,245 @@
+"""Local suppression to k-anonymity: sdcMicro's greedy ``localSuppression`` (``kAnon``).
+
+Key values are set to missing (NA) until every record's sample frequency f_k, computed
+with missing values matching any category as in sdcMicro's ``freqCalc``
+(:mod:`linkrisk.measures.frequency`), is at least ``k``. The algorithm is sdcMicro's
+(Templ, Kowarik & Meindl 2015; ``suppSubset`` in ``R/localSuppression.R`` and
+``cpp_calcSuppInds``), step by step:
+
+1. **Importance.** Each key variable gets an importance 1..m; 1 is suppressed last.
+   Default, as documented by sdcMicro: variables with fewer categories are more important
+   (rank of the number of distinct non-missing values, ties by column order).
+   ``importance=`` gives it (a list aligned with the keys, or {key: rank}).
+2. **Reduction.** Missing values are provisionally set to the column's first value
+   (unless that is missing), the records are grouped by key pattern, and of every pattern
+   with more than k records only its first k (in row order) take part: the others already
+   share their pattern with at least k records and are left unchanged.
+3. **Passes.** f_k is computed on the remaining records; the records with f_k < k are
+   taken in order of decreasing risk 1/f_k (ties in row order). For each, in that order and
+   with the suppressions made so far: the distance to every record is the number of keys on
+   which both are observed and differ; among the records at the smallest positive distance
+   (its nearest differing neighbours), the least important key on which one of them
+   differs from it is suppressed in it — one value per record and pass. f_k is then
+   recomputed and passes repeat until every record has f_k ≥ k.
+
+Every record suppressed in a pass violated k-anonymity at the start of that pass; a
+record is not re-checked within the pass (sdcMicro does the same), so a pass can suppress
+a value in a record that an earlier suppression of the same pass has already made safe.
+The result is k-anonymous under the missing-value rule above (k is capped at n).
+``alpha`` (default 1) is freqCalc's weight of wildcard matches. Deterministic: no seed.
+``result.attrs["local_suppression"]`` holds the number of new suppressions per key, the
+total, the passes and k.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numba as nb
+import numpy as np
+import pandas as pd
+
+from ..errors import LinkriskError
+from ..grouping import row_groups
+from ..measures.frequency import frequencies_from_codes, key_codes
+
+
+def default_importance(codes: np.ndarray) -> np.ndarray:
+    """Importance 1..m: rank of the number of distinct non-missing values (fewest = 1,
+    suppressed last; ties by column order)."""
+    m = codes.shape[1]
+    ncat = np.array([np.unique(codes[codes[:, j] >= 0, j]).size for j in range(m)])
+    imp = np.empty(m, np.int64)
+    imp[np.argsort(ncat, kind="stable")] = np.arange(1, m + 1)
+    return imp
+
+
+def _importance(importance: Any, keys: list[str], codes: np.ndarray) -> np.ndarray:
+    m = len(keys)
+    if importance is None:
+        return default_importance(codes)
+    if isinstance(importance, Mapping):
+        bad = [c for c in importance if c not in keys]
+        if bad:
+            raise LinkriskError(f"importance names {bad[0]!r}, which is not a key variable")
+        if len(importance) != m:
+            raise LinkriskError(f"importance must rank all {m} key variables")
+        vals = [importance[c] for c in keys]
+    else:
+        if isinstance(importance, str):
+            vals = [v.strip() for v in importance.split(",")]
+        else:
+            vals = list(importance)
+        if len(vals) != m:
+            raise LinkriskError(f"importance has {len(vals)} values for {m} key variables")
+    try:
+        imp = np.array([int(v) for v in vals], np.int64)
+    except (TypeError, ValueError):
+        raise LinkriskError("importance must be whole numbers 1..m (1 = suppressed last)") from None
+    if (imp < 1).any() or (imp > m).any():
+        raise LinkriskError(f"importance values must lie between 1 and {m}")
+    return imp
+
+
+@nb.njit(cache=True)
+def _pass(mat: np.ndarray, problems: np.ndarray, col_order: np.ndarray,
+          alpha: float) -> int:
+    """One pass of sdcMicro's greedy suppression over ``problems`` (in order), modifying
+    ``mat`` (−1 = missing). Returns the number of suppressions, or −1−i when record i has
+    no record at a positive distance (sdcMicro stops there).
+
+    Distances depend on the key pattern only, so the scan runs over a table of the
+    patterns present (a suppression moves its record to a new table row)."""
+    n, m = mat.shape
+    # pattern table: distinct rows of mat, then one new row per suppression
+    table = np.empty((n + problems.shape[0], m), np.int64)
+    count = np.zeros(n + problems.shape[0], np.int64)
+    row_of = np.empty(n, np.int64)
+    size = 0
+    # distinct rows through a sort on the row values
+    keys = np.empty(n, np.int64)
+    for r in range(n):
+        h = np.int64(1469598103934665603)
+        for j in range(m):
+            h = (h ^ (mat[r, j] + 2)) * np.int64(1099511628211)
+        keys[r] = h
+    order = np.argsort(keys, kind="mergesort")
+    for t in range(n):
+        r = order[t]
+        same = False
+        if size > 0 and keys[r] == keys[order[t - 1]]:
+            same = True
+            for j in range(m):
+                if table[size - 1, j] != mat[r, j]:
+                    same = False
+                    break
+        if not same:
+            for j in range(m):
+                table[size, j] = mat[r, j]
+            size += 1
+        row_of[r] = size - 1
+        count[size - 1] += 1
+    done = 0
+    for t in range(problems.shape[0]):
+        i = problems[t]
+        min_d = m
+        total = 0
+        flags = np.int64(0)
+        for q in range(size):
+            if count[q] == 0:
+                continue
+            d = 0
+            mask = np.int64(0)
+            for j in range(m):
+                a, b = mat[i, j], table[q, j]
+                if a >= 0 and b >= 0 and a != b:
+                    d += 1
+                    mask |= np.int64(1) << j
+            total += d
+            if d == 0:
+                continue
+            if d < min_d:
+                min_d = d
+                flags = mask
+            elif d == min_d:
+                flags |= mask
+        col = -1
+        if total == 0 and alpha < 1.0:
+            for j in col_order:
+                if mat[i, j] >= 0:
+                    col = j
+                    break
+        else:
+            for j in col_order:
+                if (flags >> j) & 1:
+                    col = j
+                    break
+        if col < 0:
+            return -1 - i
+        mat[i, col] = -1
+        count[row_of[i]] -= 1
+        for j in range(m):
+            table[size, j] = mat[i, j]
+        count[size] = 1
+        row_of[i] = size
+        size += 1
+        done += 1
+    return done
+
+
+def suppress_codes(codes: np.ndarray, size: np.ndarray, k: int, importance: np.ndarray,
+                   alpha: float = 1.0) -> tuple[np.ndarray, int]:
+    """sdcMicro's greedy local suppression on key codes (−1 = missing); returns the new
+    codes and the number of passes. See the module docstring."""
+    n, m = codes.shape
+    k = min(int(k), n)
+    # 2. reduction: keep the first k records of every pattern (missing provisionally imputed)
+    imputed = codes.copy()
+    for j in range(m):
+        miss = codes[:, j] < 0
+        if miss.any() and codes[0, j] >= 0:
+            imputed[miss, j] = codes[0, j]
+    ids, g = row_groups(imputed + 1, size + 1)
+    order = np.argsort(ids, kind="stable")
+    starts = np.r_[0, np.flatnonzero(np.diff(ids[order])) + 1]
+    rank = np.empty(n, np.int64)
+    rank[order] = np.arange(n) - np.repeat(starts, np.diff(np.r_[starts, n]))
+    work = np.flatnonzero(rank < k)
+    mat = np.ascontiguousarray(codes[work])
+    col_order = np.argsort(-importance, kind="stable").astype(np.int64)
+    passes = 0
+    while True:
+        fk, _ = frequencies_from_codes(mat, size, None, alpha)
+        bad = np.flatnonzero(fk < k)
+        if bad.size == 0:
+            break
+        passes += 1
+        if passes > m + 1:
+            raise LinkriskError(f"local suppression did not reach {k}-anonymity after "
+                                f"{m + 1} passes; lower k")
+        problems = bad[np.argsort(fk[bad], kind="stable")].astype(np.int64)
+        res = _pass(mat, problems, col_order, float(alpha))
+        if res < 0:
+            i = int(work[-1 - res])
+            raise LinkriskError(f"local suppression: record {i} has no record that differs "
+                                "from it on an observed key, but its f_k is below k; "
+                                "lower k or check the key variables")
+    out = codes.copy()
+    out[work] = mat
+    return out, passes
+
+
+def apply_local_suppression(df: pd.DataFrame, columns: Sequence[str], rng: Any, k: int = 2,
+                            keys: Sequence[str] | None = None, importance: Any = None,
+                            alpha: float = 1.0) -> pd.DataFrame:
+    """``mask(df, "local_suppression", k=…, keys=…)``: suppress key values (set them to
+    missing) until the file is k-anonymous on ``keys`` (default: the masked ``columns``);
+    sdcMicro's greedy algorithm, see the module docstring."""
+    del rng  # deterministic
+    keys = list(columns) if keys is None else list(keys)
+    if not keys:
+        raise LinkriskError("local_suppression: keys is empty; name the key variables")
+    outside = [c for c in keys if c not in set(columns)]
+    if outside:
+        raise LinkriskError(f"local_suppression: key(s) {', '.join(map(repr, outside))} are not "
+                            "among the masked columns; pass columns= with the key variables")
+    if isinstance(k, bool) or k < 1:
+        raise LinkriskError(f"local_suppression: k must be a whole number >= 1, got {k!r}")
+    if not 0.0 <= float(alpha) <= 1.0:
+        raise LinkriskError(f"local_suppression: alpha must be in [0, 1], got {alpha!r}")
+    codes, size = key_codes(df, keys)
+    imp = _importance(importance, keys, codes)
+    new, passes = suppress_codes(codes, size, int(k), imp, float(alpha))
+    out = df[list(columns)].copy()
+    supp = {}
+    for j, c in enumerate(keys):
+        hit = (new[:, j] < 0) & (codes[:, j] >= 0)
+        supp[c] = int(hit.sum())
+        if hit.any():
+            out[c] = out[c].where(~hit)
+    out.attrs["local_suppression"] = {"k": int(min(k, len(df))), "keys": keys,
+                                      "suppressions": supp, "total": int(sum(supp.values())),
+                                      "passes": passes,
+                                      "importance": {c: int(v) for c, v in zip(keys, imp, strict=True)}}
+    return out
