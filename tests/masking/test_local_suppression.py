@@ -97,3 +97,16 @@ def test_bad_parameters_are_clear_errors():
         linkrisk.mask(df, "local_suppression", importance=[1])
     with pytest.raises(LinkriskError, match="alpha"):
         linkrisk.mask(df, "local_suppression", alpha=3)
+
+
+def test_sdcmicro_greedy_is_reproduced_where_it_is_not_optimal():
+    # sdcMicro tests/testthat/test_ls_greedy2.R, "3x2 witness": the optimum is 2
+    # suppressions, "sdcMicro-style first-differing-key logic needs three"
+    x = pd.DataFrame({"a": ["1", "1", "2"], "b": ["1", "2", "2"]})
+    out = linkrisk.mask(x, "local_suppression", k=2)
+    assert out.attrs["local_suppression"]["total"] == 3
+    assert out.isna().to_numpy().tolist() == [[False, True], [True, False], [True, False]]
+    # same file: one cheap suppression against a big class (k = 3)
+    x1 = pd.DataFrame({"a": ["1"] * 11, "b": ["1"] * 10 + ["9"]})
+    out1 = linkrisk.mask(x1, "local_suppression", k=3)
+    assert out1.attrs["local_suppression"]["total"] == 1 and pd.isna(out1.loc[10, "b"])
