@@ -84,7 +84,7 @@ def _importance(importance: Any, keys: list[str], codes: np.ndarray) -> np.ndarr
 
 @nb.njit(cache=True)
 def _pass(mat: np.ndarray, problems: np.ndarray, col_order: np.ndarray,
-          alpha: float) -> int:
+          alpha: float, cdtype: Any) -> int:
     """One pass of sdcMicro's greedy suppression over ``problems`` (in order), modifying
     ``mat`` (−1 = missing). Returns the number of suppressions, or −1−i when record i has
     no record at a positive distance (sdcMicro stops there).
@@ -120,48 +120,69 @@ def _pass(mat: np.ndarray, problems: np.ndarray, col_order: np.ndarray,
             size += 1
         row_of[r] = size - 1
         count[size - 1] += 1
+    # column-major copy of the table (int16 when the codes fit) for a vectorized scan;
+    # a dead table row (no record left with that pattern) is kept out by a penalty > m
+    cap = table.shape[0]
+    cols = np.empty((m, cap), cdtype)
+    pen = np.full(cap, m + 1, np.int16)
+    for q in range(size):
+        pen[q] = 0
+        for j in range(m):
+            cols[j, q] = table[q, j]
+    dist = np.empty(cap, np.int16)
     done = 0
     for t in range(problems.shape[0]):
         i = problems[t]
-        min_d = m
-        total = 0
-        flags = np.int64(0)
         for q in range(size):
-            if count[q] == 0:
+            dist[q] = pen[q]
+        for j in range(m):
+            a = mat[i, j]
+            if a < 0:
                 continue
-            d = 0
-            mask = np.int64(0)
-            for j in range(m):
-                a, b = mat[i, j], table[q, j]
-                if a >= 0 and b >= 0 and a != b:
-                    d += 1
-                    mask |= np.int64(1) << j
-            total += d
-            if d == 0:
-                continue
-            if d < min_d:
+            av = cdtype(a)
+            cj = cols[j]
+            for q in range(size):
+                x = cj[q]
+                if x != av and x >= 0:
+                    dist[q] += 1
+        min_d = m + 1
+        for q in range(size):
+            d = dist[q]
+            if d > 0 and d < min_d:
                 min_d = d
-                flags = mask
-            elif d == min_d:
-                flags |= mask
         col = -1
-        if total == 0 and alpha < 1.0:
-            for j in col_order:
-                if mat[i, j] >= 0:
-                    col = j
-                    break
+        if min_d > m:          # every record agrees with i where both are observed
+            if alpha < 1.0:
+                for j in col_order:
+                    if mat[i, j] >= 0:
+                        col = j
+                        break
         else:
             for j in col_order:
-                if (flags >> j) & 1:
-                    col = j
+                a = mat[i, j]
+                if a < 0:
+                    continue
+                av = cdtype(a)
+                cj = cols[j]
+                for q in range(size):
+                    x = cj[q]
+                    if dist[q] == min_d and x != av and x >= 0:
+                        col = j
+                        break
+                if col >= 0:
                     break
         if col < 0:
             return -1 - i
         mat[i, col] = -1
-        count[row_of[i]] -= 1
+        q0 = row_of[i]
+        count[q0] -= 1
+        if count[q0] == 0:
+            pen[q0] = m + 1
         for j in range(m):
             table[size, j] = mat[i, j]
+            cols[j, size] = cdtype(mat[i, j])
         count[size] = 1
+        pen[size] = 0
         row_of[i] = size
         size += 1
         done += 1
@@ -188,6 +209,7 @@ def suppress_codes(codes: np.ndarray, size: np.ndarray, k: int, importance: np.n
     work = np.flatnonzero(rank < k)
     mat = np.ascontiguousarray(codes[work])
     col_order = np.argsort(-importance, kind="stable").astype(np.int64)
+    cdtype = np.int16 if int(size.max()) < np.iinfo(np.int16).max else np.int32
     passes = 0
     while True:
         fk, _ = frequencies_from_codes(mat, size, None, alpha)
@@ -199,7 +221,7 @@ def suppress_codes(codes: np.ndarray, size: np.ndarray, k: int, importance: np.n
             raise LinkriskError(f"local suppression did not reach {k}-anonymity after "
                                 f"{m + 1} passes; lower k")
         problems = bad[np.argsort(fk[bad], kind="stable")].astype(np.int64)
-        res = _pass(mat, problems, col_order, float(alpha))
+        res = _pass(mat, problems, col_order, float(alpha), cdtype)
         if res < 0:
             i = int(work[-1 - res])
             raise LinkriskError(f"local suppression: record {i} has no record that differs "
