@@ -4,6 +4,7 @@ per-record risk and an HTML report (:func:`assess`)."""
 from __future__ import annotations
 
 import datetime as _dt
+import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -51,6 +52,8 @@ class Assessment:
     settings: dict[str, Any]
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
+    #: frequency and population risk of the release on its categorical QIs, or None
+    frequency: Any = None
 
     @property
     def worst(self) -> AttackResult:
@@ -67,13 +70,20 @@ class Assessment:
                 "records_at_risk": {f"max_risk>={t}": int((self.records["max_risk"] >= t).sum())
                                     for t in (0.5, 1.0)},
                 "settings": {k: _plain(v) for k, v in self.settings.items()},
-                "notes": list(self.notes), "seconds": round(self.seconds, 3)}
+                "notes": list(self.notes), "seconds": round(self.seconds, 3),
+                **({"frequency_risk": self.frequency.to_dict()}
+                   if self.frequency is not None else {})}
 
     def to_html(self, title: str | None = None) -> str:
         """A self-contained HTML report (see :mod:`linkrisk.report`)."""
         from .report import render_html
 
-        return render_html(self, title=title)
+        page = render_html(self, title=title)
+        if self.frequency is not None:  # the frequency-risk section before </body>
+            cut = page.rfind("</body>")
+            cut = len(page) if cut < 0 else cut
+            page = page[:cut] + self.frequency.to_html() + page[cut:]
+        return page
 
 
 def applicable_attacks(kinds: Mapping[str, str], n_a: int, n_b: int,
@@ -113,6 +123,9 @@ def assess(
     memory_budget: int = DEFAULT_MEMORY_BUDGET,
     seed: int = 0,
     progress: Callable[[str], Progress | None] | None = None,
+    weights: str | None = None,
+    household: str | None = None,
+    suda_max_size: int | None = None,
 ) -> Assessment:
     """Run the attacks and measures a data owner needs before releasing ``masked``.
 
@@ -127,7 +140,14 @@ def assess(
     PLD (prl), RSLD (rsrl), ID (interval disclosure), IL (Domingo-Ferrer & Torra 2001) and
     PIL (Mateo-Sanz et al. 2005), DR = 0.25·DLD + 0.25·PLD + 0.5·ID (with RSLD:
     (RSLD+DLD+PLD)/6 + 0.5·ID), Score = (IL + DR)/2. Per-record risk: each record's best
-    attack probability of re-identification and the share of attacks that link it."""
+    attack probability of re-identification and the share of attacks that link it.
+
+    Frequency and population risk (when the QIs include categorical ones): sample and
+    population frequencies, the individual, global and household risk (``weights`` and
+    ``household``: columns of the released file) and SUDA2 scores (MSUs of at most
+    ``suda_max_size`` keys) of the release on its categorical QIs, sdcMicro's measures
+    (:func:`linkrisk.measures.frequency.frequency_risk`, docs/methods.md); the per-record
+    table gains ``fk`` and ``freq_risk`` of each record's released counterpart."""
     t0 = time.perf_counter()
     ctx, direction = make_context(original, masked, qi, ids=ids, kinds=kinds,
                                   memory_budget=memory_budget, seed=seed)
@@ -174,8 +194,45 @@ def assess(
                 "attacks": names, "params": params, "rank_swap_p": rank_swap_p,
                 "memory_budget": memory_budget, "seed": seed,
                 "linkrisk": _version(), "date": _dt.datetime.now().isoformat(timespec="seconds")}
+    freq = _frequency(masked, ctx, weights, household, suda_max_size, records, notes)
+    if freq is not None:
+        settings.update(weights=weights, household=household)
     return Assessment(results, skipped, measures, records, settings,
-                      time.perf_counter() - t0, notes)
+                      time.perf_counter() - t0, notes, freq)
+
+
+def _frequency(masked: pd.DataFrame, ctx: Any, weights: str | None, household: str | None,
+               max_size: int | None, records: pd.DataFrame, notes: list[str]) -> Any:
+    """Frequency risk of the release on its categorical QIs; adds ``fk``/``freq_risk``
+    (and ``household_risk``) of each attacker record's true released record to
+    ``records``."""
+    keys = [c for c in ctx.qi if ctx.kinds[c] != "numeric"]
+    if not keys:
+        if weights is not None or household is not None:
+            notes.append("frequency and population risk need categorical QIs; not computed")
+        return None
+    from .measures.frequency import MAX_SUDA_KEYS, MAX_SUDA_SUBSETS, frequency_risk
+
+    for what, col in (("weights", weights), ("household", household)):
+        if col is not None and col not in masked.columns:
+            raise LinkriskError(f"{what}: no column named {col!r} in the released file")
+    m = len(keys)
+    suda_max = max_size if max_size is not None else m
+    suda = m <= MAX_SUDA_KEYS and sum(
+        math.comb(m, k) for k in range(1, min(int(suda_max), m) + 1)) <= MAX_SUDA_SUBSETS
+    fr = frequency_risk(masked.reset_index(drop=True), keys, weights=weights,
+                        household=household, max_size=suda_max if suda else None, suda=suda)
+    if not suda:
+        notes.append(f"SUDA2 skipped: too many key subsets for {len(keys)} keys; give a "
+                     "smaller suda_max_size")
+    t = np.asarray(ctx.truth)
+    ok = t >= 0
+    for col, name in (("fk", "fk"), ("risk", "freq_risk"), ("household_risk", "household_risk")):
+        if col in fr.per_record:
+            v = np.full(len(records), np.nan)
+            v[ok] = fr.per_record[col].to_numpy()[t[ok]]
+            records[name] = v
+    return fr
 
 
 def _measures(original: pd.DataFrame, masked: pd.DataFrame, qi: list[str],

@@ -168,9 +168,16 @@ def assess_cmd(
     memory: Annotated[str, typer.Option(help="engine working-memory budget")] = "512MiB",
     seed: Annotated[int, typer.Option(help="seed for tie breaking of reported links")] = 0,
     force: Annotated[bool, typer.Option(help="overwrite the report / JSON files")] = False,
+    weights: Annotated[str | None, typer.Option(
+        help="sampling-weight column of the released file (population risk)")] = None,
+    household: Annotated[str | None, typer.Option(
+        help="household-id column of the released file (household risk)")] = None,
+    suda_max_size: Annotated[int | None, typer.Option(
+        help="largest minimal sample unique SUDA2 looks for (default: all keys)")] = None,
 ) -> None:
     """Run every applicable attack and the risk/utility measures; print a verdict and write
-    an HTML report (-o) and JSON (--json)."""
+    an HTML report (-o) and JSON (--json). With categorical QIs also the frequency and
+    population risk of the release (k-anonymity, individual risk, SUDA2)."""
     from .assessment import assess, records_at_risk
 
     for path in (output, json_out):
@@ -180,7 +187,8 @@ def assess_cmd(
     with progress_bar(sys.stderr.isatty()) as bar:
         res = assess(a, b, qi, attacks, ids=parse_columns(ids), kinds=parse_kinds(kinds),
                      rank_swap_p=rank_swap_p, memory_budget=parse_size(memory), seed=seed,
-                     progress=bar)
+                     progress=bar, weights=weights, household=household,
+                     suda_max_size=suda_max_size)
     if output is not None:
         atomic_write_text(output, res.to_html(f"{masked.name}: disclosure-risk report"),
                           force=force)
@@ -202,6 +210,16 @@ def assess_cmd(
               f"records ({w.correct_links:,.1f} of {w.n:,}); "
               f"{int((res.records['max_risk'] >= 1).sum()):,} records are linked with certainty"
               + (f"; most exposed: record {top.index[0]}." if len(top) else "."))
+    if res.frequency is not None:
+        f = res.frequency.summary
+        out.print(f"Population register ({len(res.frequency.keys)} categorical keys): "
+                  f"{f['sample_uniques']:,} sample uniques, "
+                  f"{f['k_anonymity_violations']['3']:,} records violate 3-anonymity; expected "
+                  f"re-identifications {f['global_risk_ER']:,.2f} "
+                  f"({f['global_risk_pct']:.3f} %"
+                  + (", with sampling weights)" if res.frequency.weights else ", risk 1/f_k)")
+                  + (f"; household risk {f['hier_risk_ER']:,.2f}" if 'hier_risk_ER' in f
+                     else "") + ".", highlight=False)
 
 
 @app.command("study")
