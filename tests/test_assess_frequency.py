@@ -36,6 +36,7 @@ def test_assess_adds_frequency_risk_of_the_release(pair):
     np.testing.assert_array_equal(res.records["fk"], ref.per_record["fk"])
     np.testing.assert_allclose(res.records["freq_risk"], ref.per_record["risk"])
     np.testing.assert_allclose(res.records["household_risk"], ref.per_record["household_risk"])
+    np.testing.assert_allclose(res.records["dis_score"], ref.per_record["dis_score"])
     d = res.to_dict()["frequency_risk"]
     assert d["weights"] == "w" and d["household"] == "hid" and "suda2" in d
     html = res.to_html()

@@ -147,7 +147,8 @@ def assess(
     ``household``: columns of the released file) and SUDA2 scores (MSUs of at most
     ``suda_max_size`` keys) of the release on its categorical QIs, sdcMicro's measures
     (:func:`linkrisk.measures.frequency.frequency_risk`, docs/methods.md); the per-record
-    table gains ``fk`` and ``freq_risk`` of each record's released counterpart."""
+    table gains ``fk``, ``freq_risk`` (and ``household_risk``, ``dis_score``) of each
+    record's released counterpart."""
     t0 = time.perf_counter()
     ctx, direction = make_context(original, masked, qi, ids=ids, kinds=kinds,
                                   memory_budget=memory_budget, seed=seed)
@@ -227,7 +228,8 @@ def _frequency(masked: pd.DataFrame, ctx: Any, weights: str | None, household: s
                      "smaller suda_max_size")
     t = np.asarray(ctx.truth)
     ok = t >= 0
-    for col, name in (("fk", "fk"), ("risk", "freq_risk"), ("household_risk", "household_risk")):
+    for col, name in (("fk", "fk"), ("risk", "freq_risk"), ("household_risk", "household_risk"),
+                      ("dis_score", "dis_score")):
         if col in fr.per_record:
             v = np.full(len(records), np.nan)
             v[ok] = fr.per_record[col].to_numpy()[t[ok]]
