@@ -397,7 +397,8 @@ def suda2_from_codes(codes: np.ndarray, size: np.ndarray, keys: list[str],
     """SUDA2 on key codes (−1 = missing); see :func:`suda2`."""
     n, m = codes.shape
     if m > MAX_SUDA_KEYS:
-        raise LinkriskError(f"SUDA2 searches at most {MAX_SUDA_KEYS} key variables, got {m}")
+        raise LinkriskError(f"SUDA2 searches at most {MAX_SUDA_KEYS} key variables, got {m}; "
+                            "use fewer keys (or suda=False in frequency_risk)")
     ms = m if max_size is None else max_size
     if isinstance(ms, bool) or not isinstance(ms, (int, np.integer)) or not 1 <= ms <= m:
         raise LinkriskError(f"max_size must be an integer between 1 and {m} (the number of "
@@ -405,7 +406,8 @@ def suda2_from_codes(codes: np.ndarray, size: np.ndarray, keys: list[str],
     ms = int(ms)
     n_sub = sum(math.comb(m, k) for k in range(1, ms + 1))
     if n_sub > MAX_SUDA_SUBSETS:
-        raise LinkriskError(f"SUDA2 would examine {n_sub} variable subsets; lower max_size")
+        raise LinkriskError(f"SUDA2 would examine {n_sub} variable subsets (at most "
+                            f"{MAX_SUDA_SUBSETS}); lower max_size")
     if not 0.0 < dis_fraction < 1.0:
         raise LinkriskError(f"dis_fraction (the sampling fraction) must be in (0, 1), got "
                             f"{dis_fraction!r}")
