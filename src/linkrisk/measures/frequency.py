@@ -544,12 +544,54 @@ class FrequencyRisk:
                                                    key=lambda kv: -kv[1]))
             rows.append(("SUDA score by key variable", contrib))
         body = "\n".join(f"<tr><th>{a}</th><td>{b}</td></tr>" for a, b in rows)
+        tops = s.get("top_patterns") or []
+        if tops:
+            cols = list(tops[0])
+            head = "".join(f"<th>{e(str(c))}</th>" for c in cols)
+            cells = "\n".join(
+                "<tr>" + "".join(f"<td>{e(_fmt(r[c]))}</td>" for c in cols) + "</tr>"
+                for r in tops)
+            body_top = (f"<h3>Key patterns with the highest risk</h3>\n<table>\n<tr>{head}</tr>"
+                        f"\n{cells}\n</table>\n")
+        else:
+            body_top = ""
         notes = "".join(f"<p class=\"note\">{e(x)}</p>" for x in self.notes)
         return ("<section class=\"frequency-risk\">\n<h2>Frequency and population risk</h2>\n"
                 "<p>Threat model: an intruder holding a population register matches the "
                 "released key variables; the risk of a record grows as its key pattern is "
                 "rare in the sample (f<sub>k</sub>) and in the population (F<sub>k</sub>).</p>\n"
-                f"<table>\n{body}\n</table>\n{notes}</section>\n")
+                f"<table>\n{body}\n</table>\n{body_top}{notes}</section>\n")
+
+
+def _plain_value(v: Any) -> Any:
+    if v is None or (isinstance(v, float) and math.isnan(v)) or v is pd.NA:
+        return None
+    return v.item() if isinstance(v, np.generic) else v
+
+
+def _fmt(v: Any) -> str:
+    if v is None:
+        return "NA"
+    if isinstance(v, float):
+        return f"{v:.4g}" if abs(v) < 1e4 else f"{v:,.1f}"
+    return str(v)
+
+
+def _top_patterns(df: pd.DataFrame, keys: list[str], rec: pd.DataFrame,
+                  top: int = 10) -> list[dict[str, Any]]:
+    """The ``top`` key patterns with the highest individual risk (one row per pattern, as
+    sdcMicro's report lists them): key values, risk, fk (and Fk, household risk)."""
+    order = np.argsort(-rec["risk"].to_numpy(), kind="stable")
+    vals = df[keys].iloc[order]
+    first = ~vals.astype(object).where(vals.notna(), None).duplicated().to_numpy()
+    rows = []
+    for i in order[first][:top]:
+        row = {k: _plain_value(df[k].iloc[i]) for k in keys}
+        for c in ("risk", "fk", "Fk", "household_risk"):
+            if c in rec:
+                row[c] = float(rec[c].iloc[i])
+        rows.append(row)
+    return rows
 
 
 def frequency_risk(df: pd.DataFrame, keys: Sequence[str] | str, weights: Any = None,
@@ -605,6 +647,7 @@ def frequency_risk(df: pd.DataFrame, keys: Sequence[str] | str, weights: Any = N
                                bool(original_scores))
         rec["suda_score"] = res.score
         rec["dis_score"] = res.dis_score
+    summary["top_patterns"] = _top_patterns(df, keys, rec)
     if summary["missing_key_values"]:
         notes.append(f"{summary['missing_key_values']} key values are missing (suppressed); "
                      "they match every category in f_k and F_k, as in sdcMicro.")
