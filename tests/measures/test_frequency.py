@@ -171,8 +171,13 @@ def test_frequency_risk_summary_and_globals():
     hh = 1 - (1 - rec.risk).groupby(df.hid).prod()
     np.testing.assert_allclose(rec.household_risk, hh[df.hid].to_numpy())
     assert d["hier_risk_ER"] == pytest.approx(rec.household_risk.sum())
+    top = d["top_patterns"]
+    assert top[0]["risk"] == pytest.approx(rec.risk.max())
+    assert [t["risk"] for t in top] == sorted((t["risk"] for t in top), reverse=True)
+    assert len({(t["A"], t["B"], t["C"]) for t in top}) == len(top) == 5   # 5 patterns
     html = fr.to_html()
     assert html.startswith("<section") and "Frequency and population risk" in html
+    assert "highest risk" in html
     # without weights the risk is 1/fk (sdcMicro's measure_risk without w)
     fr0 = frequency_risk(df, ["A", "B", "C"], suda=False)
     np.testing.assert_allclose(fr0.per_record.risk, 1 / fr0.per_record.fk)
