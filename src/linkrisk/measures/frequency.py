@@ -74,6 +74,8 @@ K_LEVELS = (2, 3, 5)
 MAX_SUDA_KEYS = 20
 #: most variable subsets SUDA2 examines (lower max_size above that)
 MAX_SUDA_SUBSETS = 1 << 16
+#: largest table of "unique on this subset" bits SUDA2 builds (sample uniques × subsets)
+MAX_SUDA_BYTES = 1 << 30
 
 
 # ---------------------------------------------------------------- inputs
@@ -423,6 +425,10 @@ def suda2_from_codes(codes: np.ndarray, size: np.ndarray, keys: list[str],
     index = np.full(1 << m, -1, np.int64)
     order: list[int] = []
     nbytes = (n_sub + 7) // 8
+    if cand.size * nbytes > MAX_SUDA_BYTES:
+        raise LinkriskError(f"SUDA2 would need {cand.size * nbytes / 2**30:.1f} GiB for "
+                            f"{cand.size} sample uniques × {n_sub} variable subsets; lower "
+                            "max_size")
     bits = np.zeros((cand.size, nbytes), np.uint8)
     cmiss = miss[cand]
 
