@@ -221,8 +221,15 @@ def _frequency(masked: pd.DataFrame, ctx: Any, weights: str | None, household: s
     suda_max = max_size if max_size is not None else m
     suda = m <= MAX_SUDA_KEYS and sum(
         math.comb(m, k) for k in range(1, min(int(suda_max), m) + 1)) <= MAX_SUDA_SUBSETS
-    fr = frequency_risk(masked.reset_index(drop=True), keys, weights=weights,
-                        household=household, max_size=suda_max if suda else None, suda=suda)
+    rel = masked.reset_index(drop=True)
+    try:
+        fr = frequency_risk(rel, keys, weights=weights, household=household,
+                            max_size=suda_max if suda else None, suda=suda)
+    except LinkriskError as exc:
+        if not suda or "SUDA2" not in str(exc):
+            raise
+        notes.append(f"SUDA2 skipped: {exc}")
+        fr = frequency_risk(rel, keys, weights=weights, household=household, suda=False)
     if not suda:
         notes.append(f"SUDA2 skipped: too many key subsets for {len(keys)} keys; give a "
                      "smaller suda_max_size")
