@@ -82,74 +82,137 @@ def _importance(importance: Any, keys: list[str], codes: np.ndarray) -> np.ndarr
     return imp
 
 
+def _pattern_table(mat: np.ndarray, size: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Distinct key patterns of ``mat`` (−1 = missing): (table, row_of, count, proj, off).
+    ``proj[j, q]``: group of complete pattern q among the complete patterns projected on
+    every key but j (−1 for patterns with a missing value); groups of key j are numbered
+    from ``off[j]``."""
+    n, m = mat.shape
+    ids, g = row_groups(mat + 1, size + 1)
+    first = np.full(g, n, np.int64)
+    np.minimum.at(first, ids, np.arange(n))
+    table = np.ascontiguousarray(mat[first])
+    count = np.bincount(ids, minlength=g).astype(np.int64)
+    comp = np.flatnonzero((table >= 0).all(axis=1))
+    proj = np.full((m, g), -1, np.int64)
+    off = np.zeros(m + 1, np.int64)
+    for j in range(m):
+        others = [c for c in range(m) if c != j]
+        gj, ngj = row_groups(table[comp] + 1, size + 1, others)
+        proj[j, comp] = gj
+        off[j + 1] = off[j] + ngj
+    return table, ids.astype(np.int64), count, proj, off
+
+
 @nb.njit(cache=True)
-def _pass(mat: np.ndarray, problems: np.ndarray, col_order: np.ndarray,
+def _pass(mat: np.ndarray, table0: np.ndarray, row_of: np.ndarray, count0: np.ndarray,
+          proj: np.ndarray, off: np.ndarray, problems: np.ndarray, col_order: np.ndarray,
           alpha: float, cdtype: Any) -> int:
     """One pass of sdcMicro's greedy suppression over ``problems`` (in order), modifying
     ``mat`` (−1 = missing). Returns the number of suppressions, or −1−i when record i has
     no record at a positive distance (sdcMicro stops there).
 
-    Distances depend on the key pattern only, so the scan runs over a table of the
-    patterns present (a suppression moves its record to a new table row)."""
+    Distances depend on the key pattern only: the scan runs over the table of distinct
+    patterns (a suppression moves its record to a new table row). For a record without
+    missing values a complete pattern at distance 1 differing on key j exists exactly when
+    the complete patterns agreeing with it on every key but j hold more records than its own
+    pattern (counts kept per projection); then only the patterns with missing values are
+    scanned. Otherwise every pattern is scanned."""
     n, m = mat.shape
-    # pattern table: distinct rows of mat, then one new row per suppression
-    table = np.empty((n + problems.shape[0], m), np.int64)
-    count = np.zeros(n + problems.shape[0], np.int64)
-    row_of = np.empty(n, np.int64)
-    size = 0
-    # distinct rows through a sort on the row values
-    keys = np.empty(n, np.int64)
-    for r in range(n):
-        h = np.int64(1469598103934665603)
-        for j in range(m):
-            h = (h ^ (mat[r, j] + 2)) * np.int64(1099511628211)
-        keys[r] = h
-    order = np.argsort(keys, kind="mergesort")
-    for t in range(n):
-        r = order[t]
-        same = False
-        if size > 0 and keys[r] == keys[order[t - 1]]:
-            same = True
-            for j in range(m):
-                if table[size - 1, j] != mat[r, j]:
-                    same = False
-                    break
-        if not same:
-            for j in range(m):
-                table[size, j] = mat[r, j]
-            size += 1
-        row_of[r] = size - 1
-        count[size - 1] += 1
-    # column-major copy of the table (int16 when the codes fit) for a vectorized scan;
-    # a dead table row (no record left with that pattern) is kept out by a penalty > m
-    cap = table.shape[0]
+    p0 = table0.shape[0]
+    cap = p0 + problems.shape[0]
+    table = np.empty((cap, m), np.int64)
+    table[:p0] = table0
+    count = np.zeros(cap, np.int64)
+    count[:p0] = count0
+    size = p0
+    # column-major copy (int16 when the codes fit) for the vectorized full scan; a dead
+    # table row (no record left with that pattern) is kept out by a penalty > m
     cols = np.empty((m, cap), cdtype)
     pen = np.full(cap, m + 1, np.int16)
-    for q in range(size):
+    complete = np.zeros(cap, np.bool_)
+    cntp = np.zeros(off[m], np.int64)
+    # the patterns with missing values, column-major too (u-th such pattern: na_rows[u])
+    na_rows = np.empty(cap, np.int64)
+    na_of = np.full(cap, -1, np.int64)
+    na_cols = np.empty((m, cap), cdtype)
+    na_pen = np.full(cap, m + 1, np.int16)
+    n_na = 0
+    for q in range(p0):
         pen[q] = 0
+        ok = True
         for j in range(m):
             cols[j, q] = table[q, j]
+            if table[q, j] < 0:
+                ok = False
+        complete[q] = ok
+        if ok:
+            for j in range(m):
+                cntp[off[j] + proj[j, q]] += count[q]
+        else:
+            na_rows[n_na] = q
+            na_of[q] = n_na
+            na_pen[n_na] = 0
+            for j in range(m):
+                na_cols[j, n_na] = table[q, j]
+            n_na += 1
     dist = np.empty(cap, np.int16)
+    nd = np.empty(cap, np.int16)
     done = 0
     for t in range(problems.shape[0]):
         i = problems[t]
-        for q in range(size):
-            dist[q] = pen[q]
-        for j in range(m):
-            a = mat[i, j]
-            if a < 0:
-                continue
-            av = cdtype(a)
-            cj = cols[j]
-            for q in range(size):
-                x = cj[q]
-                if x != av and x >= 0:
-                    dist[q] += 1
+        qi = row_of[i]
+        flags = np.int64(0)
         min_d = m + 1
-        for q in range(size):
-            d = dist[q]
-            if d > 0 and d < min_d:
-                min_d = d
+        fast = False
+        if complete[qi]:
+            for j in range(m):
+                if cntp[off[j] + proj[j, qi]] - count[qi] > 0:
+                    flags |= np.int64(1) << j
+            if flags != 0:
+                fast = True
+                min_d = 1
+                # patterns with missing values at distance 1 (vectorized scan)
+                for u in range(n_na):
+                    nd[u] = na_pen[u]
+                for j in range(m):
+                    av = cdtype(mat[i, j])
+                    cj = na_cols[j]
+                    for u in range(n_na):
+                        x = cj[u]
+                        if x != av and x >= 0:
+                            nd[u] += 1
+                for u in range(n_na):
+                    if nd[u] == 1:
+                        for j in range(m):
+                            b = na_cols[j, u]
+                            if b >= 0 and b != mat[i, j]:
+                                flags |= np.int64(1) << j
+        if not fast:
+            for q in range(size):
+                dist[q] = pen[q]
+            for j in range(m):
+                a = mat[i, j]
+                if a < 0:
+                    continue
+                av = cdtype(a)
+                cj = cols[j]
+                for q in range(size):
+                    x = cj[q]
+                    if x != av and x >= 0:
+                        dist[q] += 1
+            for q in range(size):
+                d = dist[q]
+                if d > 0 and d < min_d:
+                    min_d = d
+            if min_d <= m:
+                for q in range(size):
+                    if dist[q] == min_d:
+                        for j in range(m):
+                            a, b = mat[i, j], table[q, j]
+                            if a >= 0 and b >= 0 and a != b:
+                                flags |= np.int64(1) << j
         col = -1
         if min_d > m:          # every record agrees with i where both are observed
             if alpha < 1.0:
@@ -159,30 +222,32 @@ def _pass(mat: np.ndarray, problems: np.ndarray, col_order: np.ndarray,
                         break
         else:
             for j in col_order:
-                a = mat[i, j]
-                if a < 0:
-                    continue
-                av = cdtype(a)
-                cj = cols[j]
-                for q in range(size):
-                    x = cj[q]
-                    if dist[q] == min_d and x != av and x >= 0:
-                        col = j
-                        break
-                if col >= 0:
+                if (flags >> j) & 1:
+                    col = j
                     break
         if col < 0:
             return -1 - i
         mat[i, col] = -1
-        q0 = row_of[i]
-        count[q0] -= 1
-        if count[q0] == 0:
-            pen[q0] = m + 1
+        count[qi] -= 1
+        if count[qi] == 0:
+            pen[qi] = m + 1
+            if na_of[qi] >= 0:
+                na_pen[na_of[qi]] = m + 1
+        if complete[qi]:
+            for j in range(m):
+                cntp[off[j] + proj[j, qi]] -= 1
         for j in range(m):
             table[size, j] = mat[i, j]
             cols[j, size] = cdtype(mat[i, j])
         count[size] = 1
         pen[size] = 0
+        complete[size] = False
+        na_rows[n_na] = size
+        na_of[size] = n_na
+        na_pen[n_na] = 0
+        for j in range(m):
+            na_cols[j, n_na] = cdtype(mat[i, j])
+        n_na += 1
         row_of[i] = size
         size += 1
         done += 1
@@ -221,7 +286,9 @@ def suppress_codes(codes: np.ndarray, size: np.ndarray, k: int, importance: np.n
             raise LinkriskError(f"local suppression did not reach {k}-anonymity after "
                                 f"{m + 1} passes; lower k")
         problems = bad[np.argsort(fk[bad], kind="stable")].astype(np.int64)
-        res = _pass(mat, problems, col_order, float(alpha), cdtype)
+        table, row_of, count, proj, off = _pattern_table(mat, size)
+        res = _pass(mat, table, row_of, count, proj, off, problems, col_order, float(alpha),
+                    cdtype)
         if res < 0:
             i = int(work[-1 - res])
             raise LinkriskError(f"local suppression: record {i} has no record that differs "
