@@ -16,6 +16,8 @@ import pandas as pd
 
 def relabel(key: np.ndarray, bound: int) -> tuple[np.ndarray, int]:
     """Dense group numbers 0..g−1 for integer keys in [0, bound)."""
+    if key.size == 0:
+        return key.astype(np.int64), 0
     if bound <= 4 * key.size + 1024:
         present = np.zeros(bound, bool)
         present[key] = True

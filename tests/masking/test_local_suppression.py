@@ -163,3 +163,10 @@ def test_compiled_greedy_matches_a_plain_reference(seed):
     for k in (2, 3):
         got, _ = suppress_codes(codes, size, k, imp)
         np.testing.assert_array_equal(got, _greedy_reference(codes, size, k, imp))
+
+
+def test_pass_where_every_remaining_pattern_has_a_missing_value():
+    # k = 5 on a tiny file: later passes work on patterns that all have missing values
+    x = pd.DataFrame({"a": list("aabbcd"), "b": list("xyxyzz"), "c": list("112233")})
+    out = linkrisk.mask(x, "local_suppression", k=5)
+    assert sample_frequencies(out, list("abc")).fk.min() >= 5
