@@ -27,8 +27,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..data import atomic_write_text, read_table
 from ..errors import LinkriskError
+from ..fileio import atomic_write_text, read_input
 from .config import AttackSpec, DatasetSpec, Study
 
 #: placeholder in attack parameters for the swept masking value (e.g. rsrl's p); also
@@ -82,7 +82,7 @@ def _load(name: str, data_dir: str | None, ordered: bool, sample: int | None) ->
     from .. import datasets
 
     df = (datasets.load(name, data_dir) if name in datasets.REFERENCE
-          else read_table(Path(name)))
+          else read_input(name, data_dir))
     if sample:
         df = df.iloc[: int(sample)].reset_index(drop=True)
     if ordered:
