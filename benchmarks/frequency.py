@@ -1,6 +1,6 @@
 """Frequency and population risk at scale: f_k/F_k/risk, SUDA2 and local suppression.
 
-Adult (32,561 records, 8 categorical keys; needs LINKRISK_DATA or the packaged data) and a
+Adult (32,561 records, 8 categorical keys, the packaged file) and a
 synthetic categorical file (default 10^6 records, 8 keys with 2–12 categories and skewed
 frequencies, sampling weights in [50, 150], households of 3). Each step is timed once
 after a warm-up on a small file (numba compilation excluded):
