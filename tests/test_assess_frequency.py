@@ -69,14 +69,16 @@ def test_cli_weights_and_household(pair, tmp_path):
     orig, rel = pair
     orig.to_csv(tmp_path / "o.csv", index=False)
     rel.to_csv(tmp_path / "r.csv", index=False)
-    p = run("assess", tmp_path / "o.csv", tmp_path / "r.csv", "--qi", ",".join(KEYS),
-            "--attacks", "dbrl_hamming", "--weights", "w", "--household", "hid",
-            "--json", tmp_path / "r.json")
+    args = ("assess", tmp_path / "o.csv", tmp_path / "r.csv", "--qi", ",".join(KEYS),
+            "--method", "dbrl_hamming", "--weights", "w", "--household", "hid")
+    p = run(*args)
     assert p.returncode == 0, p.stderr
     assert "Population register" in p.stdout and "household risk" in p.stdout
-    d = json.loads((tmp_path / "r.json").read_text())["frequency_risk"]
+    p = run(*args, "--json")
+    assert p.returncode == 0, p.stderr
+    d = json.loads(p.stdout)["frequency_risk"]
     ref = frequency_risk(rel, KEYS, weights="w", household="hid")
     assert d["global_risk_ER"] == pytest.approx(ref.summary["global_risk_ER"])
     p = run("assess", tmp_path / "o.csv", tmp_path / "r.csv", "--qi", ",".join(KEYS),
-            "--attacks", "dbrl_hamming", "--weights", "nope")
+            "--method", "dbrl_hamming", "--weights", "nope")
     assert p.returncode == 2 and "error:" in p.stderr and "Traceback" not in p.stderr
