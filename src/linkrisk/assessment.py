@@ -4,6 +4,7 @@ per-record risk and an HTML report (:func:`assess`)."""
 from __future__ import annotations
 
 import datetime as _dt
+import math
 import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -53,6 +54,8 @@ class Assessment:
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    #: frequency and population risk of the release on its categorical QIs, or None
+    frequency: Any = None
 
     @property
     def max_risk(self) -> float | None:
@@ -81,7 +84,9 @@ class Assessment:
                 "settings": {k: _plain(v) for k, v in self.settings.items()},
                 "exceeds_max_risk": self.exceeds if self.max_risk is not None else None,
                 "notes": list(self.notes), "warnings": list(self.warnings),
-                "seconds": round(self.seconds, 3)}
+                "seconds": round(self.seconds, 3),
+                **({"frequency_risk": self.frequency.to_dict()}
+                   if self.frequency is not None else {})}
 
     def to_html(self, title: str | None = None, *, include_records: bool = False,
                 inputs: Sequence[Mapping[str, Any]] | None = None,
@@ -92,8 +97,13 @@ class Assessment:
         that reproduces the run."""
         from .report import render_html
 
-        return render_html(self, title=title, include_records=include_records,
+        page = render_html(self, title=title, include_records=include_records,
                            inputs=inputs, command=command)
+        if self.frequency is not None:  # the frequency-risk section before </body>
+            cut = page.rfind("</body>")
+            cut = len(page) if cut < 0 else cut
+            page = page[:cut] + self.frequency.to_html() + page[cut:]
+        return page
 
 
 def default_attacks(kinds: Mapping[str, str], rank_swap_p: float | None = None) -> list[str]:
@@ -144,6 +154,9 @@ def assess(
     progress: Callable[[str], Progress | None] | None = None,
     assume_row_order: bool = False,
     max_risk: float | None = None,
+    weights: str | None = None,
+    household: str | None = None,
+    suda_max_size: int | None = None,
 ) -> Assessment:
     """Run the attacks and measures a data owner needs before releasing ``masked``.
 
@@ -161,7 +174,15 @@ def assess(
     PLD (prl), RSLD (rsrl), ID (interval disclosure), IL (Domingo-Ferrer & Torra 2001) and
     PIL (Mateo-Sanz et al. 2005), DR = 0.25·DLD + 0.25·PLD + 0.5·ID (with RSLD:
     (RSLD+DLD+PLD)/6 + 0.5·ID), Score = (IL + DR)/2. Per-record risk: each record's best
-    attack probability of re-identification and the share of attacks that link it."""
+    attack probability of re-identification and the share of attacks that link it.
+
+    Frequency and population risk (when the QIs include categorical ones): sample and
+    population frequencies, the individual, global and household risk (``weights`` and
+    ``household``: columns of the released file) and SUDA2 scores (MSUs of at most
+    ``suda_max_size`` keys) of the release on its categorical QIs, sdcMicro's measures
+    (:func:`linkrisk.measures.frequency.frequency_risk`, docs/methods.md); the per-record
+    table gains ``fk``, ``freq_risk`` (and ``household_risk``, ``dis_score``) of each
+    record's released counterpart."""
     t0 = time.perf_counter()
     if max_risk is not None and not (isinstance(max_risk, (int, float))
                                      and 0 < float(max_risk) <= 100):
@@ -235,8 +256,53 @@ def assess(
                 "memory_budget": int(ctx.memory_budget), "seed": int(ctx.seed),
                 "max_risk": None if max_risk is None else float(max_risk),
                 "linkrisk": _version(), "date": _dt.datetime.now().isoformat(timespec="seconds")}
+    freq = _frequency(masked, ctx, weights, household, suda_max_size, records, notes)
+    if freq is not None:
+        settings.update(weights=weights, household=household)
     return Assessment(results, skipped, measures, records, settings,
-                      time.perf_counter() - t0, notes, warned)
+                      time.perf_counter() - t0, notes, warned, freq)
+
+
+def _frequency(masked: pd.DataFrame, ctx: Any, weights: str | None, household: str | None,
+               max_size: int | None, records: pd.DataFrame, notes: list[str]) -> Any:
+    """Frequency risk of the release on its categorical QIs; adds ``fk``/``freq_risk``
+    (and ``household_risk``) of each attacker record's true released record to
+    ``records``."""
+    keys = [c for c in ctx.qi if ctx.kinds[c] != "numeric"]
+    if not keys:
+        if weights is not None or household is not None:
+            notes.append("frequency and population risk need categorical QIs; not computed")
+        return None
+    from .measures.frequency import MAX_SUDA_KEYS, MAX_SUDA_SUBSETS, frequency_risk
+
+    for what, col in (("weights", weights), ("household", household)):
+        if col is not None and col not in masked.columns:
+            raise LinkriskError(f"{what}: no column named {col!r} in the released file")
+    m = len(keys)
+    suda_max = max_size if max_size is not None else m
+    suda = m <= MAX_SUDA_KEYS and sum(
+        math.comb(m, k) for k in range(1, min(int(suda_max), m) + 1)) <= MAX_SUDA_SUBSETS
+    rel = masked.reset_index(drop=True)
+    try:
+        fr = frequency_risk(rel, keys, weights=weights, household=household,
+                            max_size=suda_max if suda else None, suda=suda)
+    except LinkriskError as exc:
+        if not suda or "SUDA2" not in str(exc):
+            raise
+        notes.append(f"SUDA2 skipped: {exc}")
+        fr = frequency_risk(rel, keys, weights=weights, household=household, suda=False)
+    if not suda:
+        notes.append(f"SUDA2 skipped: too many key subsets for {len(keys)} keys; give a "
+                     "smaller suda_max_size")
+    t = np.asarray(ctx.truth)
+    ok = t >= 0
+    for col, name in (("fk", "fk"), ("risk", "freq_risk"), ("household_risk", "household_risk"),
+                      ("dis_score", "dis_score")):
+        if col in fr.per_record:
+            v = np.full(len(records), np.nan)
+            v[ok] = fr.per_record[col].to_numpy()[t[ok]]
+            records[name] = v
+    return fr
 
 
 def _measures(original: pd.DataFrame, masked: pd.DataFrame, qi: list[str],

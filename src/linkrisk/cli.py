@@ -348,9 +348,16 @@ def assess_cmd(
     memory: Annotated[str, typer.Option(help="engine working-memory budget, e.g. 512MiB")] = "512MiB",
     seed: Annotated[int, typer.Option(help="seed for tie breaking of reported links (>= 0)")] = 0,
     force: Annotated[bool, typer.Option("--force", help="overwrite the report")] = False,
+    weights: Annotated[str | None, typer.Option(
+        help="sampling-weight column of the released file (population risk)")] = None,
+    household: Annotated[str | None, typer.Option(
+        help="household-id column of the released file (household risk)")] = None,
+    suda_max_size: Annotated[int | None, typer.Option(
+        help="largest minimal sample unique SUDA2 looks for (default: all keys)")] = None,
 ) -> None:
     """Run every applicable attack and the risk/utility measures; print a verdict and write
-    an HTML report (-o)."""
+    an HTML report (-o). With categorical QIs also the frequency and population risk of the
+    release (k-anonymity, individual and household risk, SUDA2)."""
     from .assessment import assess, records_at_risk
 
     if method is not None and attacks is not None and method != attacks:
@@ -368,7 +375,8 @@ def assess_cmd(
         res = assess(a, b, qi, "all" if chosen.strip() == "all" else chosen,
                      ids=parse_columns(ids), kinds=k, rank_swap_p=rank_swap_p,
                      memory_budget=budget, seed=seed, progress=bar,
-                     assume_row_order=assume_row_order, max_risk=limit)
+                     assume_row_order=assume_row_order, max_risk=limit, weights=weights,
+                     household=household, suda_max_size=suda_max_size)
     if output is not None:
         inputs = [{"role": role, "name": str(p), "sha256": sha256(p) or _not_a_file(p)}
                   for role, p in (("original", original), ("released", masked))]
@@ -403,6 +411,18 @@ def assess_cmd(
                   f"{int((res.records['max_risk'] >= 1).sum()):,} records are linked with "
                   "certainty" + (f"; most exposed: record {top.index[0]}" if len(top) else "")
                   + f". Truth: {escape(res.settings['truth'])}.", soft_wrap=True)
+        if res.frequency is not None:
+            f = res.frequency.summary
+            out.print(f"Population register ({len(res.frequency.keys)} categorical keys): "
+                      f"{f['sample_uniques']:,} sample uniques, "
+                      f"{f['k_anonymity_violations']['3']:,} records violate 3-anonymity; "
+                      f"expected re-identifications {f['global_risk_ER']:,.2f} "
+                      f"({f['global_risk_pct']:.3f} %"
+                      + (", with sampling weights)" if res.frequency.weights else
+                         ", risk 1/f_k)")
+                      + (f"; household risk {f['hier_risk_ER']:,.2f}"
+                         if "hier_risk_ER" in f else "") + ".", highlight=False,
+                      soft_wrap=True)
     say_skipped(res.skipped)
     if limit is not None:
         if res.exceeds:

@@ -30,6 +30,7 @@ CASES = {
     "top_coding": dict(quantile=0.6),
     "bottom_coding": dict(quantile=0.3),
     "global_recoding": dict(width=2, n_groups=2),
+    "local_suppression": dict(k=8),
 }
 
 

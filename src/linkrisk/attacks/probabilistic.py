@@ -65,19 +65,19 @@ budget); a record then counts as re-identified when it is assigned its true imag
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numba as nb
 import numpy as np
-import pandas as pd
 from scipy.special import expit
 
 from ..data import numeric_matrix
 from ..engine import RTOL, NearestSets, Tables
 from ..engine.nearest import Progress
 from ..errors import LinkriskError
+from ..grouping import subset_walk
 from ..params import Param
 from .base import LinkContext, Outcome, register
 from .categorical import MAX_CATEGORIES, shared_codes
@@ -154,33 +154,6 @@ def compare(ctx: LinkContext, q: int = 10, tol: Any = None) -> Comparison:
 
 
 # ---------------------------------------------------------------- subset walk (coded files)
-def _relabel(key: np.ndarray, bound: int) -> tuple[np.ndarray, int]:
-    """Dense group numbers 0..g−1 for integer keys in [0, bound)."""
-    if bound <= 4 * key.size + 1024:
-        present = np.zeros(bound, bool)
-        present[key] = True
-        remap = np.cumsum(present) - 1
-        return remap[key], int(remap[-1]) + 1
-    ids, uniq = pd.factorize(key)
-    return ids.astype(np.int64), len(uniq)
-
-
-def subset_walk(codes: np.ndarray, size: np.ndarray,
-                visit: Callable[[int, np.ndarray, int], None]) -> None:
-    """Call ``visit(S, ids, g)`` for every subset S ⊆ {0..m−1} (bitmask), where ``ids``
-    numbers the rows of ``codes`` (A stacked over B) by their value combination on S
-    (0..g−1). Depth-first: each subset's grouping refines its parent's by one attribute."""
-    m = codes.shape[1]
-
-    def rec(s: int, ids: np.ndarray, g: int, last: int) -> None:
-        visit(s, ids, g)
-        for j in range(last + 1, m):
-            child, gc = _relabel(ids * int(size[j]) + codes[:, j], g * int(size[j]))
-            rec(s | (1 << j), child, gc, j)
-
-    rec(0, np.zeros(codes.shape[0], np.int64), 1, -1)
-
-
 def _walk_cost(cmp: Comparison, m: int | None = None) -> float:
     """Rough cost of one subset walk (numpy steps over 2^m groupings of n+n' rows)."""
     m = cmp.a.shape[1] if m is None else m

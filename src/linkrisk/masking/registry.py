@@ -11,7 +11,7 @@ import pandas as pd
 
 from ..errors import LinkriskError
 from ..params import Param, coerce_params
-from . import categorical, ipso, microaggregation, noise, rankswap
+from . import categorical, ipso, microaggregation, noise, rankswap, suppression
 from ._base import (
     MethodSpec,
     SeedLike,
@@ -131,6 +131,18 @@ _SPECS = [
         kind="categorical", columns_rule="any", deterministic=True,
         strength="width (ordinal/numeric), n_groups or min_frequency (nominal)",
         summary="merge categories / intervals into coarser groups"),
+    MethodSpec("local_suppression", suppression.apply_local_suppression, (
+        Param("k", int, 2, help="every record's key pattern must be shared by at least k "
+                                "records (missing values match any category)"),
+        Param("keys", list, help="the key variables (not set: the masked columns)"),
+        Param("importance", object, type_name="list or {key: rank}",
+              help="rank 1..m of each key, 1 suppressed last (not set: keys with fewer "
+                   "categories rank first)"),
+        Param("alpha", float, 1.0, help="weight of a wildcard match in f_k, in [0, 1] "
+                                        "(sdcMicro's alpha)")),
+        kind="categorical", columns_rule="any", deterministic=True, strength="k",
+        summary="suppress key values (set missing) until k-anonymous (sdcMicro's greedy "
+                "localSuppression)"),
 ]
 
 #: method name -> MethodSpec (callable as ``METHODS[name](df, columns=, seed=, **params)``)

@@ -1,7 +1,9 @@
 """Risk, utility and score measures of a release (docs/methods.md, Measures)."""
 
+from .frequency import FrequencyRisk, frequency_risk, suda2
 from .risk import disclosure_risk, interval_disclosure, per_record_risk, score, worst_case
 from .utility import InformationLoss, information_loss, pil
 
-__all__ = ["InformationLoss", "disclosure_risk", "information_loss", "interval_disclosure",
-           "per_record_risk", "pil", "score", "worst_case"]
+__all__ = ["FrequencyRisk", "InformationLoss", "disclosure_risk", "frequency_risk",
+           "information_loss", "interval_disclosure", "per_record_risk", "pil", "score", "suda2",
+           "worst_case"]
