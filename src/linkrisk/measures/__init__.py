@@ -1,7 +1,8 @@
 """Risk, utility and score measures of a release (SPEC §3)."""
 
 from .risk import disclosure_risk, interval_disclosure, per_record_risk, score, worst_case
-from .utility import InformationLoss, information_loss, pil
+from .utility import InformationLoss, categorical_information_loss, information_loss, pil
 
-__all__ = ["InformationLoss", "disclosure_risk", "information_loss", "interval_disclosure",
-           "per_record_risk", "pil", "score", "worst_case"]
+__all__ = ["InformationLoss", "categorical_information_loss", "disclosure_risk",
+           "information_loss", "interval_disclosure", "per_record_risk", "pil", "score",
+           "worst_case"]
