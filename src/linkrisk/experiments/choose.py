@@ -70,8 +70,8 @@ DEFAULT_REPLICATIONS = 5
 NUMERIC_DEFAULTS: dict[str, dict[str, list[Any]]] = {
     "noise": {"a": [0.1, 0.2, 0.3, 0.5, 0.75, 1.0]},
     "rank_swap": {"p": [2, 5, 10, 15, 20]},
-    "microaggregation_ir": {"k": [3, 5, 10, 20]},
-    "mdav": {"k": [3, 5, 10, 20]},
+    "microaggregation_ir": {"k": [3, 5, 10, 20, 30]},
+    "mdav": {"k": [3, 5, 10, 15, 20, 30]},
     "ipso": {"variant": ["A", "B", "C"]},  # only with confidential columns
 }
 CATEGORICAL_DEFAULTS: dict[str, dict[str, list[Any]]] = {
@@ -349,7 +349,8 @@ class Choice:
                                  **{k: v for k, v in this.items()}},
                 "command": self.settings["command"]}
         write_table(rel, p, force=force)
-        atomic_write_text(side, json.dumps(_jsonable(meta), indent=2), force=force)
+        atomic_write_text(side, json.dumps(_jsonable(meta), indent=2, ensure_ascii=False),
+                          force=force)
         return p, side
 
 
@@ -693,6 +694,7 @@ def _points(rows: pd.DataFrame, masking: list, risk_by_label: dict[str, list[str
                                            for _, x in a.iterrows())})
             out.append(rec)
     pts = pd.DataFrame(out)
+    pts["value"] = pd.Series([r["value"] for r in out], dtype=object)  # keep 15, not 15.0
     front = ["point", "method", "param", "value", "n", "IL_mean", "IL_sd", "IL_lo", "IL_hi",
              "risk_mean", "risk_sd", "risk_lo", "risk_hi", "deciding_attack", "deciding_mean",
              "deciding_sd", "DR_mean", "DR_sd", "DR_lo", "DR_hi", "Score_mean", "Score_sd",
@@ -766,10 +768,11 @@ def _reasons(p: pd.DataFrame, rec: int, feasible: pd.Series, ties: pd.Index,
             out.append(_why(p.loc[i], b, True, i in ties, max_risk))
             continue
         tempting = others[(~feasible[others.index]) & (others["IL_mean"] < b["IL_mean"])]
+        shown = None
         if len(tempting):
-            i = min(tempting.index, key=lambda j: (tempting.at[j, "risk_mean"],
-                                                   tempting.at[j, "order"]))
-            out.append(_why(p.loc[i], b, False, False, max_risk))
+            shown = min(tempting.index, key=lambda j: (tempting.at[j, "risk_mean"],
+                                                       tempting.at[j, "order"]))
+            out.append(_why(p.loc[shown], b, False, False, max_risk))
         within = others[feasible[others.index]]
         if len(within):
             i = min(within.index, key=lambda j: (within.at[j, "IL_mean"], within.at[j, "order"]))
@@ -777,6 +780,9 @@ def _reasons(p: pd.DataFrame, rec: int, feasible: pd.Series, ties: pd.Index,
         elif not feasible[part.index].any():
             i = min(part.index, key=lambda j: (part.at[j, "risk_hi"], part.at[j, "order"]))
             r = p.loc[i]
+            if i == shown:
+                out[-1] += "; no setting of it meets the limit"
+                continue
             out.append(f"{r['label']}: no setting meets the limit; even the safest, "
                        f"{r['param']}={_fmt(r['value'])}, {_risk_txt(r).replace(' re-', ' still re-')}"
                        f" (95 % upper bound {r['risk_hi']:.1f} %)")
@@ -796,8 +802,8 @@ def _why(r: pd.Series, b: pd.Series, feasible: bool, tie: bool, max_risk: float 
                 f"{r['risk_mean']:.2f} % vs {b['risk_mean']:.2f} %"
                 + ("" if r["risk_mean"] != b["risk_mean"] else " (same; later tie-breaks)"))
     if max_risk is not None:
-        return (f"{r['point']} meets the limit ({r['risk_hi']:.1f} %) but loses "
-                f"{_rel(r['IL_mean'], b['IL_mean'])} information (IL {r['IL_mean']:.2f} vs "
+        return (f"{r['point']} meets the limit ({r['risk_hi']:.1f} %) but has "
+                f"{_rel(r['IL_mean'], b['IL_mean'])} IL ({r['IL_mean']:.2f} vs "
                 f"{b['IL_mean']:.2f})")
     return (f"{r['point']} has Score {r['Score_mean']:.2f} vs {b['Score_mean']:.2f} "
             f"(IL {r['IL_mean']:.2f}, {_risk_txt(r)})")

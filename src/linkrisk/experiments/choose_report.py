@@ -36,6 +36,7 @@ def _figure(choice: Choice):  # noqa: ANN202  (a matplotlib Figure)
     lim = choice.settings["max_risk"]
     fig, ax = plt.subplots(figsize=(9, 6))
     markers = "osD^v<>ph*"
+    lines = []
     for i, (label, part) in enumerate(p.groupby("label", sort=False)):
         part = part.sort_values("order")
         x, y = part["IL_mean"].to_numpy(float), part["risk_mean"].to_numpy(float)
@@ -43,12 +44,10 @@ def _figure(choice: Choice):  # noqa: ANN202  (a matplotlib Figure)
         yerr = np.vstack([y - part["risk_lo"], part["risk_hi"] - y]).clip(min=0)
         eb = ax.errorbar(x, y, xerr=xerr, yerr=yerr, marker=markers[i % len(markers)], ms=5,
                          capsize=2.5, lw=1.3, elinewidth=0.9, label=label)
-        color = eb[0].get_color()
-        for _, r in part.iterrows():
-            ax.annotate(f"{r['param']}={_short(r['value'])}", (r["IL_mean"], r["risk_mean"]),
-                        xytext=(4, 3), textcoords="offset points", fontsize=7, color=color)
+        lines.append((part, eb[0].get_color()))
     ax.set_xlim(left=0)
     ax.set_ylim(bottom=0)
+    _label_points(fig, ax, lines)
     if lim is not None:
         top = max(ax.get_ylim()[1], 1.15 * lim)
         ax.axhline(lim, color="crimson", ls="--", lw=1.2, label=f"risk limit {lim:g} %")
@@ -72,6 +71,23 @@ def _figure(choice: Choice):  # noqa: ANN202  (a matplotlib Figure)
     ax.legend(fontsize=8, loc="best")
     fig.tight_layout()
     return fig, plt
+
+
+def _label_points(fig, ax, lines) -> None:  # noqa: ANN001
+    """Write ``param=value`` beside each point, skipping labels that would overlap one
+    already written (points crowded in a corner keep their first label)."""
+    fig.canvas.draw()
+    taken: list[tuple[float, float]] = []
+    for part, color in lines:
+        for _, r in part.iterrows():
+            text = f"{r['param']}={_short(r['value'])}"
+            x, y = ax.transData.transform((r["IL_mean"], r["risk_mean"]))
+            w = 5.0 * len(text)
+            if any(abs(x - a) < w and abs(y - b) < 11 for a, b in taken):
+                continue
+            taken.append((x, y))
+            ax.annotate(text, (r["IL_mean"], r["risk_mean"]), xytext=(4, 3),
+                        textcoords="offset points", fontsize=7, color=color)
 
 
 def _short(v: object) -> str:
