@@ -99,7 +99,7 @@ def brute_force(rows, specs, kind, max_risk):
     goal, other = ("IL", "Score") if max_risk is not None else ("Score", "IL")
     ok = [p for p in pts if max_risk is None or p["risk_hi"] <= max_risk]
     if not ok:
-        return None, min(pts, key=lambda p: (p["risk_hi"], p["IL"], p["order"])), pts
+        return None, min(pts, key=lambda p: (p["risk_hi"], p["risk"], p["IL"], p["order"])), pts
     best = min(ok, key=lambda p: (p[goal], p["order"]))
     ties = [p for p in ok if p[goal] <= best[f"{goal}_hi"]]
     rec = min(ties, key=lambda p: (p["risk"], p[other], not p["det"], p["order"]))

@@ -33,7 +33,8 @@ Recommendation (:func:`recommend`), deterministic:
 Without ``max_risk`` the same rule runs on Score instead of IL (every point feasible):
 least mean Score, near ties up to its upper bound, then least risk, then least IL, then
 deterministic, then sweep order. If no point is feasible there is no recommendation; the
-*closest* point is the one with the least upper risk bound (ties: least IL).
+*closest* point is the one with the least upper risk bound (ties: least mean risk, then
+least IL, then sweep order).
 
 Grid syntax (:func:`parse_method`): ``METHOD:PARAM=GRID[/PARAM=GRID…]``, several
 parameters giving their Cartesian product; GRID is a comma list of items, each a value
@@ -543,7 +544,7 @@ def choose(
                 dropped = [a for a in chosen if a in ("rsrl", "rsrl_union")]
                 chosen = [a for a in chosen if a not in dropped]
                 if dropped:
-                    notes.append(f"{label}: {', '.join(dropped)} left out (they need a rank "
+                    notes.append(f"{label}: {', '.join(dropped)} left out (only for a rank "
                                  "swap with a known p)")
             attacks = []
             for a in list(dict.fromkeys(chosen + needed)):
@@ -710,8 +711,8 @@ def recommend(points: pd.DataFrame, max_risk: float | None
     p = points
     feasible, ties = _feasible_and_ties(p, max_risk)
     if not feasible.any():
-        closest = min(p.index, key=lambda i: (p.at[i, "risk_hi"], p.at[i, "IL_mean"],
-                                              p.at[i, "order"]))
+        closest = min(p.index, key=lambda i: (p.at[i, "risk_hi"], p.at[i, "risk_mean"],
+                                              p.at[i, "IL_mean"], p.at[i, "order"]))
         return None, closest, _reasons_none(p, closest, max_risk), _suggest(p, max_risk)
     other = "Score" if max_risk is not None else "IL"
     t = p.loc[ties]
@@ -778,7 +779,8 @@ def _reasons(p: pd.DataFrame, rec: int, feasible: pd.Series, ties: pd.Index,
             i = min(within.index, key=lambda j: (within.at[j, "IL_mean"], within.at[j, "order"]))
             out.append(_why(p.loc[i], b, True, i in ties, max_risk))
         elif not feasible[part.index].any():
-            i = min(part.index, key=lambda j: (part.at[j, "risk_hi"], part.at[j, "order"]))
+            i = min(part.index, key=lambda j: (part.at[j, "risk_hi"], part.at[j, "risk_mean"],
+                                               part.at[j, "order"]))
             r = p.loc[i]
             if i == shown:
                 out[-1] += "; no setting of it meets the limit"
@@ -812,7 +814,8 @@ def _why(r: pd.Series, b: pd.Series, feasible: bool, tie: bool, max_risk: float 
 def _reasons_none(p: pd.DataFrame, closest: int, max_risk: float | None) -> list[str]:
     out = []
     for _, part in p.groupby("label", sort=False):
-        i = min(part.index, key=lambda j: (part.at[j, "risk_hi"], part.at[j, "order"]))
+        i = min(part.index, key=lambda j: (part.at[j, "risk_hi"], part.at[j, "risk_mean"],
+                                           part.at[j, "order"]))
         r = p.loc[i]
         out.append(f"{r['label']}: safest point {r['param']}={_fmt(r['value'])}, but "
                    f"{_risk_txt(r)} (95 % upper bound {r['risk_hi']:.1f} % > {max_risk:g} %)")
