@@ -3,6 +3,7 @@ cached table, one point against a direct mask + assess, categorical IL by hand, 
 feasible point, reproducibility, the CLI's outputs and its checks before the sweep."""
 
 import json
+import shlex
 from pathlib import Path
 
 import numpy as np
@@ -198,6 +199,12 @@ def test_reproducible_same_seed_same_table(census_small, tmp_path):
     pd.testing.assert_frame_equal(a.table(), b.table())
     assert a.best["point"] == b.best["point"]
     assert a.release().equals(b.release())
+    # the command in the report names the same cells: a rerun is all cache
+    argv = shlex.split(a.settings["command"])
+    again = [argv[i + 1] for i, x in enumerate(argv) if x == "--method"]
+    d = linkrisk.choose(census_small, again, max_risk=20, replications=2, seed=3,
+                        processes=1, cache_dir=tmp_path / "a")
+    assert d.cached == d.tasks and "--seed 3" in a.settings["command"]
     c = linkrisk.choose(census_small, spec, max_risk=20, replications=2, seed=4,
                         processes=1, cache_dir=tmp_path / "a")
     assert not np.allclose(a.points["IL_mean"].iloc[:2], c.points["IL_mean"].iloc[:2])
@@ -274,7 +281,7 @@ def test_cli_outputs_release_and_checks(census_small, tmp_path, monkeypatch):
     census_small.to_csv("orig.csv", index=False)
     args = ["choose", "orig.csv", "-m", "mdav:k=5,10", "-m", "noise:a=1", "--max-risk", "25%",
             "--replications", "2", "--processes", "1", "--seed", "2", "-o", "c.html",
-            "--png", "c.png", "--csv", "c.csv", "--json", "c.json",
+            "--png", "c.png", "--csv", "c.csv", "--json", "c.json", "--parquet", "c.parquet",
             "--write-release", "rel.csv"]
     res = CliRunner().invoke(app, args)
     assert res.exit_code == 0, res.output
@@ -284,6 +291,7 @@ def test_cli_outputs_release_and_checks(census_small, tmp_path, monkeypatch):
     html = Path("c.html").read_text()
     assert "data:image/png;base64," in html and "linkrisk choose orig.csv" in html
     table = pd.read_csv("c.csv")
+    assert len(pd.read_parquet("c.parquet")) == len(table)
     js = json.loads(Path("c.json").read_text())
     assert len(table) == len(js["points"]) == 3
     side = json.loads(Path("rel.csv.json").read_text())
@@ -306,3 +314,18 @@ def test_cli_outputs_release_and_checks(census_small, tmp_path, monkeypatch):
         res = CliRunner().invoke(app, ["choose", "orig.csv", *extra])
         assert res.exit_code != 0
         assert isinstance(res.exception, LinkriskError) or "error" in res.output
+
+
+def test_cli_checks_matplotlib_before_the_sweep(tmp_path, monkeypatch):
+    from linkrisk.cli import app
+    from linkrisk.experiments import choose_report
+
+    def missing():
+        raise LinkriskError("the risk–utility map needs matplotlib: pip install "
+                            "'linkrisk[report]'")
+
+    monkeypatch.setattr(choose_report, "require_matplotlib", missing)
+    monkeypatch.chdir(tmp_path)
+    res = CliRunner().invoke(app, ["choose", "census", "-m", "noise:a=1", "-o", "c.html"])
+    assert res.exit_code != 0 and "linkrisk[report]" in str(res.exception)
+    assert not Path(".linkrisk-cache").exists()  # nothing was run

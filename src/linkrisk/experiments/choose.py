@@ -576,7 +576,7 @@ def choose(
                 "methods": [g.label() for g in grids], "data_sha1": digest,
                 "rule": RULE_WITH_LIMIT if lim is not None else RULE_SCORE,
                 "linkrisk": _version()}
-    settings["command"] = reproduce_command(settings, methods_given=bool(methods))
+    settings["command"] = reproduce_command(settings)
     rec, closest, reasons, suggestion = recommend(points, lim)
     points = _verdicts(points, rec, closest, lim)
     failed = rows[rows["error"].fillna("") != ""] if "error" in rows else rows.iloc[:0]
@@ -610,14 +610,14 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
-def reproduce_command(settings: Mapping[str, Any], *, methods_given: bool = True) -> str:
-    """The ``linkrisk choose`` command that reproduces a sweep from its settings."""
+def reproduce_command(settings: Mapping[str, Any]) -> str:
+    """The ``linkrisk choose`` command that reproduces a sweep from its settings (every
+    grid spelled out, so that it does not depend on the defaults of a linkrisk version)."""
     cmd = ["linkrisk", "choose", str(settings["original"])]
-    if methods_given:
-        for m in settings["methods"]:
-            if m.startswith(("ipso", "data_shuffle")):
-                m = "/".join(p for p in m.split("/") if not p.startswith("confidential="))
-            cmd += ["--method", m]
+    for m in settings["methods"]:
+        if m.startswith(("ipso", "data_shuffle")):
+            m = "/".join(p for p in m.split("/") if not p.startswith("confidential="))
+        cmd += ["--method", m]
     if settings["max_risk"] is not None:
         cmd += ["--max-risk", f"{settings['max_risk']:g}%"]
     if settings["risk_attacks"] != "default":
