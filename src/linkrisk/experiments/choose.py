@@ -448,7 +448,8 @@ def choose(
     replications per point of a random method (deterministic methods run once).
     ``cache_dir``: completed replications are kept there and reused (default
     ``.linkrisk-cache`` in the working directory); ``processes``: worker processes
-    (default 2); ``progress(done, total)``.
+    (default 2; they are spawned, so a script calling ``choose`` needs the usual
+    ``if __name__ == "__main__":`` guard, or pass ``processes=1``); ``progress(done, total)``.
 
     Returns a :class:`Choice`; the rule is :func:`recommend`. See docs/methods.md."""
     from ..assessment import applicable_attacks
