@@ -5,7 +5,7 @@ For a few parameterizations of every numeric method, mask Census with a fixed se
 print a Markdown table of the ``dbrl`` and ``rbrl_max`` correct-link rates (% of records).
 IPSO and data shuffling treat the last ``--confidential`` columns as the confidential
 attributes and the attacker links on the remaining ones; the other methods mask and link
-on all 13 attributes. One replicate per row (SPEC §4 asks for R replicates in studies).
+on all 13 attributes. One replicate per row (studies replicate R times, see docs/methods.md).
 
     python scripts/masking_table.py --data-dir ../shared/data [--seed 0] [--only mdav,noise]
 """

@@ -437,19 +437,38 @@ def demo(
 
 
 @app.command()
-def methods() -> None:
-    """List the attacks and masking methods."""
-    t = Table(title="attacks", title_justify="left")
-    t.add_column("name")
-    t.add_column("what")
-    for spec in ATTACKS.values():
-        t.add_row(spec.name, spec.summary)
-    out.print(t)
-    try:
-        from .masking import METHODS
-    except ImportError:  # masking not installed in this build
+def methods(
+    markdown: Annotated[bool, typer.Option("--markdown", help="print the Markdown tables of "
+                                           "docs/methods.md instead")] = False,
+) -> None:
+    """List the attacks and masking methods with their parameters (docs/methods.md)."""
+    from rich.markup import escape
+
+    from . import catalog
+
+    if markdown:
+        print(catalog.markdown_all(), end="")
         return
-    out.print("masking methods: " + ", ".join(METHODS))
+
+    def params_cell(params: Any) -> str:
+        return "\n".join(escape(f"{p.name}: {p.shown_type} = {p.shown_default}")
+                         for p in params.values()) or "—"
+
+    t = Table(title="attacks", title_justify="left", show_lines=True)
+    for c in ("name", "kinds", "parameters (type = default)", "what"):
+        t.add_column(c)
+    for spec in ATTACKS.values():
+        kinds = ", ".join(spec.kinds) + ("" if spec.mixed else "\n(not mixed)")
+        t.add_row(spec.name, kinds, params_cell(spec.params), escape(spec.summary))
+    out.print(t)
+    t = Table(title="masking methods", title_justify="left", show_lines=True)
+    for c in ("name", "masks", "parameters (type = default)", "what"):
+        t.add_column(c)
+    for spec in catalog.METHODS.values():
+        t.add_row(spec.name, catalog.masks_label(spec), params_cell(spec.params),
+                  escape(spec.summary))
+    out.print(t)
+    out.print("Definitions, defaults and references: docs/methods.md")
 
 
 @app.command()

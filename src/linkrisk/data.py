@@ -1,6 +1,6 @@
 """Reading microdata files and preparing quasi-identifier (QI) matrices.
 
-Conventions (SPEC notation): the attacker's file A holds original records, the released
+Conventions (notation of docs/methods.md): the attacker's file A holds original records, the released
 file B masked ones. Unless id columns are given, row i of A is the true source of row i of
 B. Attribute kinds are ``numeric``, ``ordinal`` (ordered categories) and ``nominal``.
 """

@@ -1,6 +1,6 @@
 """Reference microdata files and a synthetic generator.
 
-``load(name)`` reads one of the reference files of the SDC literature (see SPEC §5) from a
+``load(name)`` reads one of the reference files of the SDC literature (see docs/datasets.md) from a
 data directory: the ``data_dir`` argument, else the ``LINKRISK_DATA`` environment
 variable. The files are not shipped with linkrisk.
 

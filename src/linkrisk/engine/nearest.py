@@ -1,4 +1,5 @@
-"""Blocked nearest-record search with the SPEC's tie rule (the shared attack engine)."""
+"""Blocked nearest-record search with the tie rule of docs/methods.md (the shared
+attack engine)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from .kernels import METRIC_CODES, Tables, nearest_block, pair_scores, recount_r
 
 #: default working-memory budget of the engine, bytes
 DEFAULT_MEMORY_BUDGET = 512 * 2**20
-#: relative tolerance that decides ties (SPEC §2)
+#: relative tolerance that decides ties (docs/methods.md, Conventions)
 RTOL = 1e-9
 
 Progress = Callable[[int, int], None]

@@ -1,4 +1,5 @@
-"""Studies: replicated experiments comparing attacks across masking methods (SPEC §4).
+"""Studies: replicated experiments comparing attacks across masking methods
+(docs/methods.md, Measures: replications).
 
 ``linkrisk.study("rank-vs-distance", data_dir=...)`` (or ``linkrisk study NAME``) expands
 a grid of datasets × masking methods × parameter values × attacks × QI subsets, runs R
@@ -71,7 +72,7 @@ def markdown(summary: pd.DataFrame, study: Study) -> str:
             out.append("| " + " | ".join([str(value), str(qi)]
                                          + [vals.get(n, "") for n in names]) + " |")
         out.append("")
-    out.append("Attacks: % of records correctly re-identified; measures as in SPEC §3. "
+    out.append("Attacks: % of records correctly re-identified; measures as in docs/methods.md. "
                "mean ± std over replications.")
     return "\n".join(out) + "\n"
 

@@ -2,7 +2,7 @@
 with an on-disk cache (so an interrupted study resumes where it stopped), and collect one
 tidy row per (cell, replication, attack or measure).
 
-Seeds (SPEC §4): replication r of a cell gets the r-th child of
+Seeds (docs/methods.md, Measures: replications): replication r of a cell gets the r-th child of
 ``SeedSequence([study seed, crc32(cell key)])``, so seeds are independent across cells and
 replications, reproducible from (config, seed), and do not depend on which cells run or in
 what order. Deterministic masking methods run once.

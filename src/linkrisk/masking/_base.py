@@ -7,13 +7,14 @@ wrong and how to fix it, so the CLI can print it as is.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from ..errors import LinkriskError
+from ..params import Param, as_params, coerce_param  # noqa: F401  (coerce_param: re-export)
 
 SeedLike = int | np.random.Generator | None
 
@@ -26,22 +27,31 @@ class MethodSpec:
     """A registered masking method.
 
     ``apply(df, columns, rng, **params)`` returns the masked columns (a DataFrame with
-    ``df``'s index); ``params`` maps each accepted parameter to its type (``list`` means a
-    list of column names, ``object`` a value checked by the method itself); ``defaults`` are
-    filled in before ``apply`` runs (a missing key means the parameter has no default).
+    ``df``'s index); ``params`` declares each accepted parameter as a
+    :class:`~linkrisk.params.Param` (name, type, default, description; given as a sequence
+    of Params, or as a legacy ``{name: type}`` mapping) and is stored as ``{name: Param}``.
+    ``list`` means a list of column names, ``object`` a value checked by the method itself.
+    Declared defaults are filled in before ``apply`` runs (:attr:`defaults`).
     ``strength`` names the parameter a study sweeps from mild to strong masking.
-    Calling the spec is ``mask(df, name, ...)``.
+    Calling the spec is ``mask(df, name, ...)``. Definitions: docs/methods.md.
     """
 
     name: str
     apply: Callable[..., pd.DataFrame]
-    params: Mapping[str, type]
-    defaults: Mapping[str, Any] = field(default_factory=dict)
+    params: Mapping[str, Param] | Sequence[Param]
     kind: str = "numeric"            # "numeric" or "categorical"
     columns_rule: str = "numeric"    # one of COLUMN_RULES
     deterministic: bool = False
     strength: str = ""
     summary: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "params", as_params(self.params))
+
+    @property
+    def defaults(self) -> dict[str, Any]:
+        """Declared defaults that are set (not ``None``): filled in before ``apply``."""
+        return {k: p.default for k, p in self.params.items() if p.default is not None}
 
     @property
     def doc(self) -> str:
@@ -167,61 +177,7 @@ def frame_like(df: pd.DataFrame, columns: Sequence[str], values: np.ndarray,
     return out
 
 
-# ---------------------------------------------------------------- parameter coercion
-
-def _typename(t: type) -> str:
-    return {int: "an integer", float: "a number", str: "a string", bool: "true/false",
-            list: "a list of column names"}.get(t, "a value")
-
-
-def coerce_param(method: str, name: str, value: Any, typ: type) -> Any:
-    """Coerce a parameter to its declared type (CLI values may arrive as strings)."""
-    if value is None or typ is object:
-        return value
-    if isinstance(value, Mapping) and typ is not list:
-        # per-column values, e.g. threshold={"age": 80, "income": 1e5}
-        return {k: coerce_param(method, f"{name}[{k!r}]", v, typ) for k, v in value.items()}
-    bad = LinkriskError(f"{method}: parameter {name} must be {_typename(typ)}, got {value!r}")
-    if typ is bool:
-        if isinstance(value, (bool, np.bool_)):
-            return bool(value)
-        if isinstance(value, str) and value.strip().lower() in ("true", "1", "yes", "false", "0", "no"):
-            return value.strip().lower() in ("true", "1", "yes")
-        raise bad
-    if typ is int:
-        if isinstance(value, (bool, np.bool_)):
-            raise bad
-        if isinstance(value, (int, np.integer)):
-            return int(value)
-        try:
-            f = float(value)
-        except (TypeError, ValueError):
-            raise bad from None
-        if not np.isfinite(f) or f != int(f):
-            raise bad
-        return int(f)
-    if typ is float:
-        if isinstance(value, (bool, np.bool_)):
-            raise bad
-        try:
-            f = float(value)
-        except (TypeError, ValueError):
-            raise bad from None
-        if np.isnan(f):
-            raise bad
-        return f
-    if typ is str:
-        if isinstance(value, str):
-            return value
-        raise bad
-    if typ is list:
-        if isinstance(value, str):
-            return [v.strip() for v in value.split(",") if v.strip()]
-        if isinstance(value, (list, tuple, pd.Index, np.ndarray)):
-            return list(value)
-        raise bad
-    return value
-
+# ---------------------------------------------------------------- parameter checks
 
 def require(method: str, name: str, value: Any, hint: str) -> None:
     if value is None:

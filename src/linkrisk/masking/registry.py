@@ -1,4 +1,6 @@
-"""The masking-method registry and ``mask()``, the single entry point (SPEC §1)."""
+"""The masking-method registry and ``mask()``, the single entry point.
+
+Every method and its parameters are described in docs/methods.md (generated tables)."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ from typing import Any
 import pandas as pd
 
 from ..errors import LinkriskError
+from ..params import Param, coerce_params
 from . import categorical, ipso, microaggregation, noise, rankswap
 from ._base import (
     MethodSpec,
@@ -15,58 +18,107 @@ from ._base import (
     as_rng,
     check_columns,
     check_frame,
-    coerce_param,
     default_columns,
 )
 
+_CONF = Param("confidential", list, required=True,
+               help="the confidential attributes the QIs are regressed on (never masked)")
+_P_PCT = "% of n: partners at most ⌊p·n/100⌋ rank positions apart, in (0, 100]"
+_THRESHOLD = "value, label or {column: value}"
+
 _SPECS = [
-    MethodSpec("noise", noise.apply_noise, {"a": float, "percent": float},
-               strength="a", summary="independent additive Gaussian noise, std a·σ_j"),
-    MethodSpec("correlated_noise", noise.apply_correlated_noise, {"a": float},
-               strength="a", summary="additive Gaussian noise with covariance a·Σ"),
-    MethodSpec("multiplicative_noise", noise.apply_multiplicative_noise, {"b": float},
-               strength="b", summary="multiplicative noise, factors ~ U(1−b, 1+b)"),
-    MethodSpec("rank_swap", rankswap.apply_rank_swap, {"p": float},
-               strength="p", summary="rank swapping within p% of n rank positions (Moore 1996)"),
-    MethodSpec("rank_swap_pdist", rankswap.apply_rank_swap_pdist, {"p": float},
-               strength="p", summary="p-distribution rank swapping (Nin et al. 2008)"),
-    MethodSpec("rank_swap_pbuckets", rankswap.apply_rank_swap_pbuckets, {"p": int},
-               strength="p (fewer buckets is stronger)",
-               summary="p-buckets rank swapping (Nin et al. 2008)"),
-    MethodSpec("rank_shuffle", rankswap.apply_rank_shuffle, {"q": int, "s": int},
-               strength="q", summary="rank shuffling in windows of q, shift s (Nin et al. 2008)"),
-    MethodSpec("microaggregation_ir", microaggregation.apply_microaggregation_ir, {"k": int},
-               deterministic=True, strength="k",
-               summary="individual-ranking microaggregation (Defays & Nanopoulos 1993)"),
-    MethodSpec("mdav", microaggregation.apply_mdav, {"k": int}, deterministic=True,
-               strength="k", summary="MDAV multivariate microaggregation"),
-    MethodSpec("micdp", microaggregation.apply_micdp, {"k": int, "epsilon": float},
-               strength="epsilon (smaller is stronger) and k",
-               summary="MDAV + Laplace noise for ε-differential privacy"),
-    MethodSpec("ipso", ipso.apply_ipso, {"variant": str, "confidential": list},
-               strength="variant", summary="IPSO synthetic QIs from a regression on "
-               "confidential attributes (Burridge 2003)"),
-    MethodSpec("data_shuffle", ipso.apply_data_shuffle, {"confidential": list},
-               summary="data shuffling: original values reordered by IPSO-C ranks"),
-    MethodSpec("pram", categorical.apply_pram,
-               {"pd": float, "alpha": float, "matrix": object, "strata": list},
-               defaults={"pd": 0.8, "alpha": 0.5}, kind="categorical",
-               columns_rule="categorical", strength="pd (smaller is stronger)",
-               summary="post-randomization (invariant PRAM by default)"),
-    MethodSpec("top_coding", categorical.apply_top_coding,
-               {"threshold": object, "quantile": float}, kind="categorical",
-               columns_rule="ordered", deterministic=True, strength="quantile",
-               summary="values above a threshold set to it (numeric / ordinal)"),
-    MethodSpec("bottom_coding", categorical.apply_bottom_coding,
-               {"threshold": object, "quantile": float}, kind="categorical",
-               columns_rule="ordered", deterministic=True, strength="quantile",
-               summary="values below a threshold set to it (numeric / ordinal)"),
-    MethodSpec("global_recoding", categorical.apply_global_recoding,
-               {"width": float, "origin": float, "midpoint": bool, "n_groups": int,
-                "min_frequency": float, "other_label": str},
-               kind="categorical", columns_rule="any", deterministic=True,
-               strength="width (ordinal/numeric), n_groups or min_frequency (nominal)",
-               summary="merge categories / intervals into coarser groups"),
+    MethodSpec("noise", noise.apply_noise, (
+        Param("a", float, help="noise std as a fraction of each attribute's std (0.1 = 10 %); "
+                               "give a or percent"),
+        Param("percent", float, help="the same in percent, percent = 100·a (sdcMicro's "
+                                     "noise=)")),
+        strength="a", summary="independent additive Gaussian noise, std a·σ_j"),
+    MethodSpec("correlated_noise", noise.apply_correlated_noise, (
+        Param("a", float, required=True, help="noise covariance a·Σ (Σ the covariance of "
+                                              "the masked attributes)"),),
+        strength="a", summary="additive Gaussian noise with covariance a·Σ"),
+    MethodSpec("multiplicative_noise", noise.apply_multiplicative_noise, (
+        Param("b", float, required=True, help="factors drawn from U(1−b, 1+b), 0 < b ≤ 1"),),
+        strength="b", summary="multiplicative noise, factors ~ U(1−b, 1+b)"),
+    MethodSpec("rank_swap", rankswap.apply_rank_swap, (
+        Param("p", float, required=True, help=f"swap range in {_P_PCT}"),),
+        strength="p", summary="rank swapping within p% of n rank positions (Moore 1996)"),
+    MethodSpec("rank_swap_pdist", rankswap.apply_rank_swap_pdist, (
+        Param("p", float, required=True, help="scale of the random swap distance, % of n, "
+                                              "in (0, 100]"),),
+        strength="p", summary="p-distribution rank swapping (Nin et al. 2008)"),
+    MethodSpec("rank_swap_pbuckets", rankswap.apply_rank_swap_pbuckets, (
+        Param("p", int, required=True, help="number of buckets, 1..n (fewer is stronger)"),),
+        strength="p (fewer buckets is stronger)",
+        summary="p-buckets rank swapping (Nin et al. 2008)"),
+    MethodSpec("rank_shuffle", rankswap.apply_rank_shuffle, (
+        Param("q", int, required=True, help="window length, 2..n"),
+        Param("s", int, help="shift of the window, 1..q (not set: q, disjoint windows)")),
+        strength="q", summary="rank shuffling in windows of q, shift s (Nin et al. 2008)"),
+    MethodSpec("microaggregation_ir", microaggregation.apply_microaggregation_ir, (
+        Param("k", int, required=True, help="group size, 1..n (the last group takes the "
+                                            "remainder)"),),
+        deterministic=True, strength="k",
+        summary="individual-ranking microaggregation (Defays & Nanopoulos 1993)"),
+    MethodSpec("mdav", microaggregation.apply_mdav, (
+        Param("k", int, required=True, help="minimum group size, 1..n (groups of k..2k−1)"),),
+        deterministic=True, strength="k",
+        summary="MDAV multivariate microaggregation (Domingo-Ferrer & Mateo-Sanz 2002)"),
+    MethodSpec("micdp", microaggregation.apply_micdp, (
+        Param("k", int, required=True, help="minimum group size of the MDAV step"),
+        Param("epsilon", float, required=True, help="privacy budget ε > 0, split evenly over "
+                                                    "the attributes")),
+        strength="epsilon (smaller is stronger) and k",
+        summary="MDAV + Laplace noise for ε-differential privacy (Soria-Comas et al. 2014)"),
+    MethodSpec("ipso", ipso.apply_ipso, (
+        Param("variant", str, required=True, choices=("A", "B", "C"),
+              help="A: fitted values; B: + noise; C: + noise with the residual covariance "
+                   "preserved exactly"),
+        _CONF),
+        strength="variant", summary="IPSO synthetic QIs from a regression on "
+        "confidential attributes (Burridge 2003)"),
+    MethodSpec("data_shuffle", ipso.apply_data_shuffle, (_CONF,),
+               summary="data shuffling: original values reordered by IPSO-C ranks "
+                       "(Muralidhar & Sarathy 2006)"),
+    MethodSpec("pram", categorical.apply_pram, (
+        Param("pd", float, 0.8, help="lower bound of the diagonal: p_cc ~ U(pd, 1), in [0, 1]"),
+        Param("alpha", float, 0.5, help="the matrix used is α·R + (1−α)·I, in [0, 1]"),
+        Param("matrix", object, type_name="matrix",
+              help="a transition matrix to use instead of invariant PRAM (DataFrame by "
+                   "category, L×L array, or {column: matrix})"),
+        Param("strata", list, help="run PRAM separately within each combination of these "
+                                   "columns")),
+        kind="categorical", columns_rule="categorical", strength="pd (smaller is stronger)",
+        summary="post-randomization (invariant PRAM by default, as sdcMicro)"),
+    MethodSpec("top_coding", categorical.apply_top_coding, (
+        Param("threshold", object, type_name=_THRESHOLD,
+              help="values above it are replaced by it (ordinal: merged into that category)"),
+        Param("quantile", float, help="threshold = this quantile of the column (inverted "
+                                      "CDF); give threshold or quantile")),
+        kind="categorical", columns_rule="ordered", deterministic=True, strength="quantile",
+        summary="values above a threshold set to it (numeric / ordinal)"),
+    MethodSpec("bottom_coding", categorical.apply_bottom_coding, (
+        Param("threshold", object, type_name=_THRESHOLD,
+              help="values below it are replaced by it (ordinal: merged into that category)"),
+        Param("quantile", float, help="threshold = this quantile of the column (inverted "
+                                      "CDF); give threshold or quantile")),
+        kind="categorical", columns_rule="ordered", deterministic=True, strength="quantile",
+        summary="values below a threshold set to it (numeric / ordinal)"),
+    MethodSpec("global_recoding", categorical.apply_global_recoding, (
+        Param("width", float, help="numeric: interval width; ordinal: number of consecutive "
+                                   "categories per group"),
+        Param("origin", float, help="numeric: start of the intervals (not set: the largest "
+                                    "multiple of width not above the minimum)"),
+        Param("midpoint", bool, False, help="numeric: release interval midpoints (numbers) "
+                                            "instead of intervals"),
+        Param("n_groups", int, help="nominal: keep the n_groups−1 most frequent categories, "
+                                    "merge the rest"),
+        Param("min_frequency", float, help="nominal: merge categories with fewer records (a "
+                                           "count, or a share of n when < 1)"),
+        Param("other_label", str, "other", help="nominal: label of the merged group")),
+        kind="categorical", columns_rule="any", deterministic=True,
+        strength="width (ordinal/numeric), n_groups or min_frequency (nominal)",
+        summary="merge categories / intervals into coarser groups"),
 ]
 
 #: method name -> MethodSpec (callable as ``METHODS[name](df, columns=, seed=, **params)``)
@@ -83,23 +135,29 @@ def _spec(method: str) -> MethodSpec:
 
 
 def method_params(name: str) -> dict[str, type]:
-    """Accepted parameters of masking method ``name`` and their types (``list``: a list of
-    column names, ``object``: a value the method checks itself, e.g. a threshold that may be
-    a number or a category label)."""
-    return dict(_spec(name).params)
+    """Accepted parameters of masking method ``name`` and their types.
+
+    Parameters
+    ----------
+    name : str
+        A registered masking method.
+
+    Returns
+    -------
+    dict
+        Parameter name → type (``list``: a list of column names, ``object``: a value the
+        method checks itself, e.g. a threshold that may be a number or a category label).
+        The full declarations (defaults, descriptions) are ``METHODS[name].params``;
+        docs/methods.md lists them.
+    """
+    return {k: p.type for k, p in _spec(name).params.items()}
 
 
 def _coerce_params(spec: MethodSpec, params: Mapping[str, Any]) -> dict[str, Any]:
-    unknown = [k for k in params if k not in spec.params]
-    if unknown:
-        raise LinkriskError(
-            f"{spec.name}: unknown parameter {', '.join(map(repr, unknown))}; "
-            f"{spec.name} accepts {', '.join(spec.params) or 'no parameters'}"
-        )
-    out = dict(spec.defaults)
-    for k, v in params.items():
-        out[k] = coerce_param(spec.name, k, v, spec.params[k])
-    return out
+    """The values ``apply`` is called with: checked and coerced against the declaration by
+    :func:`linkrisk.params.coerce_params` (shared with the attacks), defaults filled in."""
+    out = coerce_params(spec.name, spec.params, params)
+    return {**spec.defaults, **out}
 
 
 def mask(df: pd.DataFrame, method: str, columns: Sequence[str] | None = None,
