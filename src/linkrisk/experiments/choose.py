@@ -179,7 +179,7 @@ def parse_method(spec: str) -> MethodGrid:
                                 f"takes {', '.join(accepted) or 'none'}")
         if name in params:
             raise LinkriskError(f"--method {spec!r}: {name} given twice")
-        typ = accepted[name]
+        typ = getattr(accepted[name], "type", accepted[name])  # a declared Param's type
         if typ is list:
             params[name] = [[c.strip() for c in grid.split(",") if c.strip()]]
         else:
