@@ -11,7 +11,7 @@ import linkrisk
 from linkrisk.engine import min_cost_matching, transport
 from linkrisk.errors import LinkriskError
 
-pytestmark = pytest.mark.skipif(not transport.available(), reason="needs POT")
+pytestmark = pytest.mark.skipif(not transport.available(), reason="needs POT: pip install pot")
 
 
 def _coded(n, m, levels, change, seed):

@@ -326,13 +326,12 @@ class Choice:
         ``<path>.json``: method, parameters, seed, linkrisk version, the measures of the
         point and of this very replication, and the risk limit it was chosen under."""
         from .. import __version__
-        from ..data import atomic_write_text, write_table
+        from ..fileio import atomic_write_text, check_output, write_table
 
         p = Path(path)
         side = sidecar_path(p)
-        for q in (p, side):
-            if q.exists() and not force:
-                raise LinkriskError(f"{q} exists; pass --force to overwrite it")
+        check_output(p, force, table=True)
+        check_output(side, force)
         rel = self.release()
         b = self.best
         first = self.rows[(self.rows["masking"] == b["label"]) & (self.rows["seed"] == b["seed"])]
@@ -391,21 +390,18 @@ def _frame_hash(df: pd.DataFrame) -> str:
 
 def load_original(original: str | Path | pd.DataFrame, data_dir: str | Path | None = None
                   ) -> tuple[pd.DataFrame, str]:
-    """The original file and its display name: a DataFrame, an existing CSV/Parquet path
-    (:func:`linkrisk.data.read_table`) or a reference dataset name
-    (:func:`linkrisk.datasets.load`)."""
+    """The original file and its display name: a DataFrame, an existing file or ``-``
+    (stdin), or a reference dataset name (:func:`linkrisk.fileio.read_input`)."""
     from .. import datasets
-    from ..data import read_table
+    from ..fileio import read_input
 
     if isinstance(original, pd.DataFrame):
         return original.reset_index(drop=True), "<DataFrame>"
-    p = Path(original)
-    if p.exists():
-        return read_table(p), str(original)
-    if str(original).lower() in datasets.REFERENCE:
-        return datasets.load(str(original).lower(), data_dir), str(original).lower()
-    raise LinkriskError(f"{original}: no such file and not a built-in dataset "
-                        f"({', '.join(datasets.REFERENCE)})")
+    s = str(original)
+    df = read_input(s, data_dir)
+    if not Path(s).exists() and s.lower() in datasets.REFERENCE:
+        s = s.lower()
+    return df.reset_index(drop=True), s
 
 
 def data_kind(df: pd.DataFrame, cols: Sequence[str]) -> str:

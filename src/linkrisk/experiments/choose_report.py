@@ -104,18 +104,12 @@ def png_bytes(choice: Choice) -> bytes:
 
 def write_png(choice: Choice, path: Path, *, force: bool = False) -> Path:
     """Write the map atomically; refuse to overwrite unless ``force``."""
-    import os
+    from ..fileio import atomic_path, check_output
 
-    if path.exists() and not force:
-        raise LinkriskError(f"{path} exists; pass --force to overwrite it")
+    check_output(path, force)
     data = png_bytes(choice)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
+    with atomic_path(path, force=force) as tmp:
         tmp.write_bytes(data)
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
     return path
 
 

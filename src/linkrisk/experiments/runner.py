@@ -27,8 +27,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..data import atomic_write_text, read_table
 from ..errors import LinkriskError
+from ..fileio import atomic_write_text, read_input
 from .config import AttackSpec, DatasetSpec, Study
 
 #: placeholder in attack parameters for the swept masking value (e.g. rsrl's p); also
@@ -84,12 +84,11 @@ def _load(name: str, data_dir: str | None, ordered: bool, sample: int | None) ->
     path = Path(name)
     if data_dir is not None and not path.exists() and (Path(data_dir) / path).exists():
         path = Path(data_dir) / path  # a file named relative to the data folder
-    if name in datasets.REFERENCE:
-        df = datasets.load(name, data_dir)
-    elif path.suffix == ".pkl":  # a working copy written by linkrisk (exact dtypes)
-        df = pd.read_pickle(path)
+    if path.suffix == ".pkl" and path.exists():  # a working copy written by linkrisk
+        df = pd.read_pickle(path)                # (exact dtypes)
     else:
-        df = read_table(path)
+        df = (datasets.load(name, data_dir) if name in datasets.REFERENCE
+              else read_input(str(path), data_dir))
     if sample:
         df = df.iloc[: int(sample)].reset_index(drop=True)
     if ordered:
