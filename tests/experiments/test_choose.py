@@ -370,3 +370,12 @@ def test_near_tie_rule_on_a_hand_made_table():
     # a limit nobody meets: the closest is the least upper bound, ties to the lower mean
     rec, closest, reasons, tip = recommend(p, 0.5)
     assert rec is None and p.loc[closest, "point"] == "mdav k=10" and tip.startswith("Try")
+
+
+def test_working_copy_depends_on_category_order():
+    from linkrisk.experiments.choose import _frame_hash
+
+    df = pd.DataFrame({"a": pd.Categorical(["x", "y", "x"])})
+    ordered = df.apply(lambda s: s.cat.as_ordered())
+    reordered = df.apply(lambda s: s.cat.reorder_categories(["y", "x"]))
+    assert len({_frame_hash(df), _frame_hash(ordered), _frame_hash(reordered)}) == 3

@@ -384,6 +384,11 @@ def _jsonable(v: Any) -> Any:
 def _frame_hash(df: pd.DataFrame) -> str:
     h = hashlib.sha1()
     h.update(json.dumps([[str(c), str(t)] for c, t in df.dtypes.items()]).encode())
+    # categories and their order are part of the data (str(dtype) is just "category")
+    cats = [[str(c), [str(x) for x in t.categories], bool(t.ordered)]
+            for c, t in df.dtypes.items() if isinstance(t, pd.CategoricalDtype)]
+    if cats:
+        h.update(json.dumps(cats).encode())
     h.update(pd.util.hash_pandas_object(df, index=False).to_numpy().tobytes())
     return h.hexdigest()[:16]
 
