@@ -162,7 +162,8 @@ def test_one_point_equals_direct_mask_and_assess(census_choice, census_small):
     c, _ = census_choice
     row = c.points[c.points["point"] == "rank_swap p=5"].iloc[0]
     rel = linkrisk.mask(census_small, "rank_swap", p=5, seed=int(row["seed"]))
-    a = linkrisk.assess(census_small, rel, attacks="all", rank_swap_p=5, seed=int(row["seed"]))
+    a = linkrisk.assess(census_small, rel, qi=c.settings["qi"], attacks="all", rank_swap_p=5,
+                        seed=int(row["seed"]))
     mine = c.rows[(c.rows["masking"] == "rank_swap") & (c.rows["seed"] == row["seed"])]
     rates = mine[mine["kind"] == "attack"].set_index("name")["result"]
     for name, res in a.results.items():

@@ -248,7 +248,8 @@ def min_cost_matching(
         solver = "sparse"
     elif solver == "patterns" and not transportable:
         raise LinkriskError("solver='patterns' needs files of equal size, no delta or "
-                            "approximation, ties='matching' and POT (pip install pot)")
+                            "approximation, ties='matching' and POT "
+                            "(pip install 'linkrisk[transport]')")
 
     res = (_transport(pw, pats, seed, rtol, memory_budget, stages) if solver == "patterns"
            else None)
