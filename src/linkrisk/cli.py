@@ -475,7 +475,8 @@ def choose_cmd(
     replications: Annotated[int, typer.Option(help="seeded replications per point of a "
                                                    "random method")] = 5,
     qi: Annotated[str | None, typer.Option(help="QIs a,b,c masked and known to the attacker "
-                                                "(default: all but --confidential)")] = None,
+                                                "(default: all but --confidential, id-like and "
+                                                "weight-like columns)")] = None,
     confidential: Annotated[str | None, typer.Option(
         help="confidential columns a,b (not masked; enables IPSO)")] = None,
     ordered: Annotated[bool, typer.Option(help="take categorical QIs as ordered (enables "

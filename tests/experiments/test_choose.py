@@ -161,7 +161,9 @@ def test_one_point_equals_direct_mask_and_assess(census_choice, census_small):
     # mask + assess with the same seed
     c, _ = census_choice
     row = c.points[c.points["point"] == "rank_swap p=5"].iloc[0]
-    rel = linkrisk.mask(census_small, "rank_swap", p=5, seed=int(row["seed"]))
+    assert "AFNLWGT" not in c.settings["qi"]  # a survey weight: not a QI by default
+    rel = linkrisk.mask(census_small, "rank_swap", p=5, columns=c.settings["qi"],
+                        seed=int(row["seed"]))
     a = linkrisk.assess(census_small, rel, qi=c.settings["qi"], attacks="all", rank_swap_p=5,
                         seed=int(row["seed"]))
     mine = c.rows[(c.rows["masking"] == "rank_swap") & (c.rows["seed"] == row["seed"])]
@@ -304,7 +306,8 @@ def test_cli_outputs_release_and_checks(census_small, tmp_path, monkeypatch):
     assert side["point"]["point"] == js["recommended"]["point"]
     assert side["chosen_under"]["max_risk_%"] == 25
     # the release is the seeded masking of the recommended point, bit for bit
-    rel = linkrisk.mask(census_small, side["method"], seed=side["seed"], **side["params"])
+    rel = linkrisk.mask(census_small, side["method"], columns=side["qi"], seed=side["seed"],
+                        **side["params"])
     pd.testing.assert_frame_equal(pd.read_csv("rel.csv"), rel, check_dtype=False)
     assert side["this_release"]["worst_case_%"] <= 25
     # existing outputs are refused before any work; --force overwrites

@@ -444,7 +444,9 @@ def choose(
     ``risk_attacks``: the attacks whose maximum is the worst-case risk (default: every
     attack that applies to the QI kinds, as in :func:`linkrisk.assess`, with ``rsrl`` and
     ``rsrl_union`` for rank swaps at their known p). ``qi``: the QIs the attacker knows
-    and that are masked (default: every column but the ``confidential`` ones).
+    and that are masked (default: every column but the ``confidential`` ones, leaving out
+    id-like and weight-like columns as :func:`linkrisk.assess` does; other columns are
+    released unchanged).
     ``ordered``: take categorical attributes as ordered. ``replications``: R seeded
     replications per point of a random method (deterministic methods run once).
     ``cache_dir``: completed replications are kept there and reused (default
@@ -474,7 +476,14 @@ def choose(
         raise LinkriskError(f"{sorted(set(qi_list) & set(conf))[0]!r} is both a QI and "
                             "confidential")
     qi_given = qi_list is not None
-    qis = qi_list or [c for c in df.columns if c not in conf]
+    notes: list[str] = []
+    if qi_list:
+        qis = qi_list
+    else:  # the default QIs of assess: id-like and weight-like columns left out, with a note
+        from ..data import select_qi
+
+        rest = df[[c for c in df.columns if c not in conf]]
+        qis = select_qi(rest, rest, None, screen=True, notes=notes) if rest.shape[1] else []
     if not qis:
         raise LinkriskError("no QI columns left")
     if ordered:
@@ -485,11 +494,11 @@ def choose(
     if kind == "mixed":
         raise LinkriskError("the QIs mix numeric and categorical attributes; choose one kind "
                             "with --qi (choose compares methods of one kind)")
-    notes: list[str] = []
     if methods:
         grids = [m if isinstance(m, MethodGrid) else parse_method(m) for m in methods]
     else:
-        grids, notes = default_methods(kind, ordered=ordered, confidential=conf)
+        grids, more = default_methods(kind, ordered=ordered, confidential=conf)
+        notes += more
     for g in grids:
         mkind = METHODS[g.method].kind
         if mkind != kind:
