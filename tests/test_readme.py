@@ -109,9 +109,5 @@ def test_readme_example_runs(kind, code, workdir):
     else:
         p = subprocess.run([sys.executable, "-c", code], cwd=workdir, env=_env(),
                            capture_output=True, text=True, timeout=600)
-    if p.returncode != 0:
-        if "--method all" in code and "hamming compares categories but" in p.stderr:
-            pytest.xfail("known bug: `linkrisk attack --method all` runs the categorical "
-                         "attacks on a numeric file (assess picks the applicable ones)")
     assert p.returncode == 0, f"{code}\nexit {p.returncode}\n{p.stderr[-2000:]}"
     assert "Traceback" not in p.stderr

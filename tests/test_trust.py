@@ -286,7 +286,7 @@ def test_mask_prints_the_seed_it_used(pair, tmp_path, capsys):
     code, _, err = run(["mask", tmp_path / "o.csv", "-m", "noise", "-p", "a=0.5", "-o", tmp_path / "a.csv"],
                        capsys)
     assert code == 0
-    seed = int(re.search(r"seed (\d+) \(pass --seed", err).group(1))
+    seed = int(re.search(r"seed (\d+): drawn, pass --seed", err).group(1))
     code, _, _ = run(["mask", tmp_path / "o.csv", "-m", "noise", "-p", "a=0.5", "-o", tmp_path / "b.csv",
                       "--seed", seed], capsys)
     assert (tmp_path / "a.csv").read_bytes() == (tmp_path / "b.csv").read_bytes()

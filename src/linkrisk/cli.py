@@ -614,10 +614,8 @@ def mask_cmd(
     if method not in METHODS:
         raise LinkriskError(f"unknown masking method {method!r}; choose from {', '.join(METHODS)}")
     params = parse_params(param)
-    if seed is None:
-        seed = secrets.randbelow(2**31)
-        err.print(f"seed {seed} (pass --seed {seed} to repeat this release)")
-    seed = check_seed(seed)
+    drawn = seed is None
+    seed = check_seed(secrets.randbelow(2**31) if drawn else seed)
     check_output(output, force, "release")
     check_table_output(output, force, table=True)
     (df,) = read_inputs(input)
@@ -628,8 +626,11 @@ def mask_cmd(
                       f"{'s' if len(res) != 1 else ''}): nothing was masked", LinkriskWarning,
                       stacklevel=1)
     write_table(res, output, force=force, like=df)
-    err.print(f"wrote {'stdout' if output == '-' else escape(str(output))} ({len(res):,} record{'s' if len(res) != 1 else ''}, "
-              f"method {method}, seed {seed})", soft_wrap=True)
+    where = "stdout" if output == "-" else escape(str(output))
+    err.print(f"wrote {where} ({len(res):,} record{'s' if len(res) != 1 else ''}, "
+              f"method {method}, seed {seed}"
+              + (f": drawn, pass --seed {seed} to repeat this release)" if drawn else ")"),
+              soft_wrap=True)
 
 
 def _same(a: pd.Series, b: pd.Series) -> bool:
