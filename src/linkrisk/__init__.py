@@ -38,6 +38,14 @@ def study(config, **kw):  # noqa: ANN001, ANN201
     return _study(config, **kw)
 
 
-__all__ = ["ATTACKS", "AttackResult", "LinkriskError", "assess", "attack", "datasets", "mask",
-           "study",
+def choose(original, methods=None, **kw):  # noqa: ANN001, ANN201
+    """Sweep masking methods and recommend a release (see
+    :func:`linkrisk.experiments.choose.choose`)."""
+    from .experiments.choose import choose as _choose
+
+    return _choose(original, methods, **kw)
+
+
+__all__ = ["ATTACKS", "AttackResult", "LinkriskError", "assess", "attack", "choose", "datasets",
+           "mask", "study",
            "__version__"]

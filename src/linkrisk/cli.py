@@ -479,6 +479,133 @@ def study_cmd(
     out.print(t)
 
 
+@app.command("choose")
+def choose_cmd(
+    original: Annotated[str, typer.Argument(help=INPUT_HELP)],
+    method: Annotated[list[str] | None, typer.Option(
+        "--method", "-m", help="METHOD:PARAM=GRID[/PARAM=GRID], GRID a comma list of values, "
+                               "a..b (6 values) or a..b:step; repeat for several methods "
+                               "(default: the standard ones for the data kind)")] = None,
+    max_risk: Annotated[str | None, typer.Option(
+        help="risk limit in %, e.g. 5%: the upper 95 % bound of worst-case re-identification "
+             "must not exceed it (default: no limit, least Score)")] = None,
+    risk_attacks: Annotated[str | None, typer.Option(
+        help="attacks a,b,c whose maximum is the worst-case risk (default: every one that "
+             "applies, with rsrl/rsrl_union for rank swaps)")] = None,
+    replications: Annotated[int, typer.Option(help="seeded replications per point of a "
+                                                   "random method")] = 5,
+    qi: Annotated[str | None, typer.Option(help="QIs a,b,c masked and known to the attacker "
+                                                "(default: all but --confidential, id-like and "
+                                                "weight-like columns)")] = None,
+    confidential: Annotated[str | None, typer.Option(
+        help="confidential columns a,b (not masked; enables IPSO)")] = None,
+    ordered: Annotated[bool, typer.Option(help="take categorical QIs as ordered (enables "
+                                               "top/bottom coding, recoding by width)")] = False,
+    seed: Annotated[int, typer.Option(help="seed of the sweep")] = 0,
+    processes: Annotated[int | None, typer.Option(help="worker processes (default 2)")] = None,
+    cache: Annotated[Path, typer.Option(help="cache of completed replications (a rerun "
+                                             "resumes from it)")] = Path(".linkrisk-cache"),
+    data_dir: Annotated[Path | None, typer.Option(help="reference data folder")] = None,
+    output: Annotated[Path | None, typer.Option("--output", "-o",
+                                                help="HTML report with the map")] = None,
+    png: Annotated[Path | None, typer.Option(help="the risk–utility map as PNG")] = None,
+    csv: Annotated[Path | None, typer.Option(help="table of every point, CSV")] = None,
+    parquet: Annotated[Path | None, typer.Option(help="table of every point, Parquet")] = None,
+    json_out: Annotated[Path | None, typer.Option("--json", help="table, recommendation and "
+                                                               "settings, JSON")] = None,
+    write_release: Annotated[Path | None, typer.Option(
+        help="write the recommended release here (CSV/Parquet) with a JSON sidecar "
+             "<path>.json")] = None,
+    force: Annotated[bool, typer.Option(help="overwrite existing output files")] = False,
+) -> None:
+    """Sweep masking methods × parameters, draw the risk–utility map and recommend the
+    release with the least information loss under a risk limit."""
+    from .experiments.choose import choose, parse_method, parse_percent, sidecar_path
+
+    grids = [parse_method(m) for m in method or []]  # grid errors before any work
+    parse_percent(max_risk)
+    outs = [p for p in (output, png, csv, parquet, json_out, write_release) if p is not None]
+    if write_release is not None:
+        outs.append(sidecar_path(write_release))
+    if len(set(map(str, outs))) != len(outs):
+        raise LinkriskError("two outputs have the same path")
+    for p in outs:
+        check_output(p, force)
+    if write_release is not None:
+        check_table_output(write_release, force, table=True)
+    if output is not None or png is not None:
+        from .experiments.choose_report import require_matplotlib
+
+        require_matplotlib()
+    if parquet is not None:
+        try:
+            import pyarrow  # noqa: F401
+        except ImportError as exc:
+            raise LinkriskError("--parquet needs pyarrow: pip install 'linkrisk[parquet]'") from exc
+
+    t0 = time.perf_counter()
+    last = [0.0, -1]
+
+    def plain(done: int, total: int) -> None:  # progress lines when stderr is not a TTY
+        now = time.perf_counter() - t0
+        if done in (0, total) or now - last[0] >= 10 or done * 10 // max(total, 1) > last[1]:
+            last[0], last[1] = now, done * 10 // max(total, 1)
+            err.print(f"choose: {done}/{total} replications ({now:.0f} s)", highlight=False)
+
+    with progress_bar() as bar:
+        cb = bar("choose") if err.is_terminal else plain
+        res = choose(original, grids or None, max_risk=max_risk, risk_attacks=risk_attacks,
+                     replications=replications, qi=qi, confidential=confidential,
+                     ordered=ordered, seed=seed, processes=processes, cache_dir=cache,
+                     data_dir=data_dir, progress=cb)
+    secs = time.perf_counter() - t0
+    err.print(escape(f"{res.tasks:,} replications ({res.cached:,} from the cache {cache}) in "
+                     f"{secs:.0f} s"), highlight=False)
+    written = []
+    if output is not None:
+        atomic_write_text(output, res.to_html(), force=force)
+        written.append(output)
+    if png is not None:
+        written.append(res.plot(png, force=force))
+    table = res.table()
+    if csv is not None:
+        written.append(atomic_write_text(csv, table.to_csv(index=False), force=force))
+    if parquet is not None:
+        from .fileio import atomic_path
+
+        with atomic_path(parquet, force=force) as tmp:
+            table.assign(value=table["value"].astype(str)).to_parquet(tmp, index=False)
+        written.append(parquet)
+    if json_out is not None:
+        written.append(atomic_write_text(json_out, json.dumps(res.to_dict(), indent=2),
+                                         force=force))
+    t = Table(title=f"choose {res.settings['original']}: {len(res.points)} points, "
+                    f"{res.settings['replications']} replications (mean ± sd)",
+              title_justify="left")
+    for c in ("point", "IL %", "worst-case %", "95 % high", "deciding attack", "Score", ""):
+        t.add_column(c, justify="left" if c in ("point", "deciding attack", "") else "right")
+    def pm(r: Any, k: str) -> str:
+        return f"{r[k + '_mean']:.2f}" + (f" ± {r[k + '_sd']:.2f}" if r["n"] > 1 else "")
+
+    for _, r in res.points.iterrows():
+        mark = "← recommended" if r["recommended"] else ("" if r["feasible"] else "over limit")
+        t.add_row(escape(str(r["point"])), pm(r, "IL"), pm(r, "risk"), f"{r['risk_hi']:.2f}",
+                  str(r["deciding_attack"]), f"{r['Score_mean']:.2f}", mark)
+    out.print(t)
+    out.print(escape(res.headline()), highlight=False)
+    for line in res.reasons:
+        out.print(escape(f"  - {line}"), highlight=False)
+    for note in res.notes:
+        out.print(f"[yellow]note[/] {escape(note)}", highlight=False)
+    if write_release is not None:
+        if res.best is None:
+            err.print("no release written: no point meets the limit", highlight=False)
+        else:
+            written += list(res.write_release(write_release, force=force))
+    if written:
+        err.print(escape("wrote " + ", ".join(str(p) for p in written)), highlight=False)
+
+
 def _value(v: Any) -> str:
     """A swept parameter value as written in a config: 10, not 10.0."""
     if isinstance(v, float) and v.is_integer():

@@ -82,8 +82,14 @@ def _load(name: str, data_dir: str | None, ordered: bool, sample: int | None,
           distinct: tuple[str, ...] | None = None) -> pd.DataFrame:
     from .. import datasets
 
-    df = (datasets.load(name, data_dir) if name in datasets.REFERENCE
-          else read_input(name, data_dir))
+    path = Path(name)
+    if data_dir is not None and not path.exists() and (Path(data_dir) / path).exists():
+        path = Path(data_dir) / path  # a file named relative to the data folder
+    if path.suffix == ".pkl" and path.exists():  # a working copy written by linkrisk
+        df = pd.read_pickle(path)                # (exact dtypes)
+    else:
+        df = (datasets.load(name, data_dir) if name in datasets.REFERENCE
+              else read_input(str(path), data_dir))
     if distinct:
         # the distinct records on the QIs (first occurrence), e.g. Household's 493
         df = df.drop_duplicates(list(distinct), keep="first").reset_index(drop=True)
@@ -194,9 +200,12 @@ def _measure_rows(orig: pd.DataFrame, rel: pd.DataFrame, task: Task, rates: dict
                   base: dict[str, Any]) -> list[dict[str, Any]]:
     from ..measures import disclosure_risk, information_loss, interval_disclosure, pil, score
 
-    cols = [c for c in orig.columns if pd.api.types.is_numeric_dtype(orig[c])]
+    masked_cols = list(task.dataset.columns or orig.columns)
+    cols = [c for c in masked_cols if pd.api.types.is_numeric_dtype(orig[c])]
     out: dict[str, float] = {}
     want = set(task.measures)
+    if not cols:  # categorical attributes: entropy-based IL, DR from the two linkages
+        return _categorical_measure_rows(orig, rel, task, rates, base, masked_cols)
     if want & {"IL", "Score"}:
         out["IL"] = information_loss(orig, rel, cols).il
     if "PIL" in want:
@@ -211,6 +220,30 @@ def _measure_rows(orig: pd.DataFrame, rel: pd.DataFrame, task: Task, rates: dict
             out["Score"] = score(out["IL"], out["DR"])
     return [{**base, "qi": task.qi_sets[-1][0], "kind": "measure", "name": k, "result": v, "seconds": 0.0,
              "error": ""} for k, v in out.items() if k in want]
+
+
+def _categorical_measure_rows(orig: pd.DataFrame, rel: pd.DataFrame, task: Task,
+                              rates: dict[str, float], base: dict[str, Any],
+                              cols: list[str]) -> list[dict[str, Any]]:
+    """IL = entropy-based loss (``categorical_information_loss``); DR = (DLD + PLD)/2 with
+    DLD the rate of ``dbrl_hamming`` (no interval disclosure for categories);
+    Score = (IL + DR)/2."""
+    from ..measures import categorical_information_loss, score
+
+    want = set(task.measures)
+    if want & {"PIL", "ID"}:
+        raise LinkriskError("PIL and ID are defined for numeric attributes only")
+    out: dict[str, float] = {}
+    if want & {"IL", "Score"}:
+        out["IL"] = categorical_information_loss(orig, rel, cols)
+    if want & {"DR", "Score"}:
+        if "dbrl_hamming" not in rates or "prl" not in rates:
+            raise LinkriskError("DR and Score of categorical files need the dbrl_hamming and "
+                                "prl attacks")
+        out["DR"] = 0.5 * (rates["dbrl_hamming"] + rates["prl"])
+        out["Score"] = score(out["IL"], out["DR"])
+    return [{**base, "qi": task.qi_sets[-1][0], "kind": "measure", "name": k, "result": v,
+             "seconds": 0.0, "error": ""} for k, v in out.items() if k in want]
 
 
 def _init_worker() -> None:
