@@ -14,8 +14,7 @@ import pandas as pd
 
 from .attacks import make_context, resolve_methods, run_attack
 from .attacks.base import AttackResult, _plain
-from .engine import DEFAULT_MEMORY_BUDGET
-from .engine.nearest import Progress
+from .engine.nearest import DEFAULT_MEMORY_BUDGET, Progress
 from .errors import LinkriskError
 from .measures import (
     disclosure_risk,

@@ -135,7 +135,7 @@ def attack(
                                       direction=direction, memory_budget=parse_size(memory),
                                       seed=seed, backend=backend, scheduler=scheduler)
         if backend == "dask" and scheduler is None:  # one local cluster for all attacks
-            from .engine.distributed import client_for
+            from .engine.nearest.distributed import client_for
 
             ctx.scheduler, _ = client_for(None)
         for mth in methods:

@@ -6,7 +6,7 @@ import pytest
 
 import linkrisk
 from linkrisk.engine import nearest_sets
-from linkrisk.engine.distributed import dask_nearest_sets
+from linkrisk.engine.nearest.distributed import dask_nearest_sets
 
 distributed = pytest.importorskip("distributed")
 
@@ -60,7 +60,7 @@ def test_engine_blocks_and_ties(client):
 
 
 def test_bad_backend_and_unreachable_scheduler(files, monkeypatch):
-    from linkrisk.engine import distributed as dd
+    from linkrisk.engine.nearest import distributed as dd
 
     monkeypatch.setattr(dd, "CONNECT_TIMEOUT", "2s")
     orig, rel = files

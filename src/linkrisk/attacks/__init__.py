@@ -10,8 +10,7 @@ from typing import Any
 import pandas as pd
 
 from ..data import attribute_kinds, parse_columns, select_qi, truth_from_ids
-from ..engine import DEFAULT_MEMORY_BUDGET
-from ..engine.nearest import Progress
+from ..engine.nearest import DEFAULT_MEMORY_BUDGET, Progress
 from ..errors import LinkriskError
 from . import categorical, distance, globalmatch, probabilistic, rank, rankswap  # noqa: F401  (registers the attacks)
 from .base import ATTACKS, AttackResult, LinkContext, Outcome

@@ -4,7 +4,7 @@ Both files are encoded with **one shared category → code mapping per attribute
 category seen in only one file still gets a code) and each categorical attribute gets an
 L×L table of category distances; the engine's ``mixed`` metric then scores a pair as the
 sum of the table entries (plus (a−b)² for numeric attributes), blockwise and without Python
-loops over pairs. The result is a :class:`~linkrisk.attacks.distance.Space` with metric
+loops over pairs. The result is a :class:`~linkrisk.attacks.spaces.Space` with metric
 ``"mixed"`` and ``kw={"tables": Tables}``, usable for nearest sets and global-matching
 costs alike (``pair_scores`` below scores listed pairs with the same tables).
 
@@ -58,10 +58,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..engine import Tables, standardize
+from ..engine.nearest import Tables, standardize
 from ..errors import LinkriskError
 from .base import LinkContext, Outcome, register
-from .distance import Space, linked
+from .spaces import Space
 
 #: metrics served by this module (besides the categorical defaults of dbrl and friends)
 CATEGORICAL_METRICS = ("hamming", "mixed")
@@ -406,8 +406,9 @@ def dbrl_mixed(ctx: LinkContext, weights: Any = None, categories: Any = None,
     (a'_j − b'_j)² on per-file standardized values; ∞ for category pairs the known
     masking cannot produce (``masking_map``). ``dbrl`` on categorical QIs is this attack
     with default parameters. See :mod:`linkrisk.attacks.categorical`."""
-    out = linked(ctx, "mixed", weights=weights, categories=categories,
-                 masking_aware=masking_aware, masking_map=masking_map)
+    sp = categorical_space(ctx, "mixed", weights=weights, categories=categories,
+                           masking_aware=masking_aware, masking_map=masking_map)
+    out = ctx.nearest(sp.a, sp.b, sp.metric, **sp.kw)
     out.extra["metric"] = "mixed"
     return out
 
@@ -418,7 +419,8 @@ def dbrl_hamming(ctx: LinkContext, weights: Any = None, masking_aware: bool | No
                  masking_map: Any = None) -> Outcome:
     """d(a,b) = Σ_j w_j·χ(a_j ≠ b_j) over categorical QIs (ordinal ones compared as
     nominal); ∞ for category pairs the known masking cannot produce."""
-    out = linked(ctx, "hamming", weights=weights, masking_aware=masking_aware,
-                 masking_map=masking_map)
+    sp = categorical_space(ctx, "hamming", weights=weights, masking_aware=masking_aware,
+                           masking_map=masking_map)
+    out = ctx.nearest(sp.a, sp.b, sp.metric, **sp.kw)
     out.extra["metric"] = "hamming"
     return out

@@ -1,4 +1,4 @@
-"""Shared pieces of the masking methods: the method spec, RNG and input/parameter checks.
+"""Shared pieces of the masking methods: RNG and input/parameter checks.
 
 Every check raises :class:`~linkrisk.errors.LinkriskError` with one line saying what is
 wrong and how to fix it, so the CLI can print it as is.
@@ -6,8 +6,7 @@ wrong and how to fix it, so the CLI can print it as is.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -19,42 +18,6 @@ SeedLike = int | np.random.Generator | None
 
 #: how ``mask()`` picks the columns when ``columns=None`` (see ``default_columns``)
 COLUMN_RULES = ("numeric", "categorical", "ordered", "any")
-
-
-@dataclass(frozen=True)
-class MethodSpec:
-    """A registered masking method.
-
-    ``apply(df, columns, rng, **params)`` returns the masked columns (a DataFrame with
-    ``df``'s index); ``params`` maps each accepted parameter to its type (``list`` means a
-    list of column names, ``object`` a value checked by the method itself); ``defaults`` are
-    filled in before ``apply`` runs (a missing key means the parameter has no default).
-    ``strength`` names the parameter a study sweeps from mild to strong masking.
-    Calling the spec is ``mask(df, name, ...)``.
-    """
-
-    name: str
-    apply: Callable[..., pd.DataFrame]
-    params: Mapping[str, type]
-    defaults: Mapping[str, Any] = field(default_factory=dict)
-    kind: str = "numeric"            # "numeric" or "categorical"
-    columns_rule: str = "numeric"    # one of COLUMN_RULES
-    deterministic: bool = False
-    strength: str = ""
-    summary: str = ""
-
-    @property
-    def doc(self) -> str:
-        """The defining formulas and references: the docstring of the method's module."""
-        import sys
-
-        return sys.modules[self.apply.__module__].__doc__ or ""
-
-    def __call__(self, df: pd.DataFrame, columns: Sequence[str] | None = None,
-                 seed: SeedLike = None, **params: Any) -> pd.DataFrame:
-        from .registry import mask
-
-        return mask(df, self.name, columns=columns, seed=seed, **params)
 
 
 def as_rng(seed: SeedLike) -> np.random.Generator:
@@ -172,6 +135,22 @@ def frame_like(df: pd.DataFrame, columns: Sequence[str], values: np.ndarray,
 def _typename(t: type) -> str:
     return {int: "an integer", float: "a number", str: "a string", bool: "true/false",
             list: "a list of column names"}.get(t, "a value")
+
+
+def coerce_params(method: str, declared: Mapping[str, type], defaults: Mapping[str, Any],
+                  params: Mapping[str, Any]) -> dict[str, Any]:
+    """The parameters of ``method`` checked against their declared types (unknown names
+    are an error), with the defaults filled in."""
+    unknown = [k for k in params if k not in declared]
+    if unknown:
+        raise LinkriskError(
+            f"{method}: unknown parameter {', '.join(map(repr, unknown))}; "
+            f"{method} accepts {', '.join(declared) or 'no parameters'}"
+        )
+    out = dict(defaults)
+    for k, v in params.items():
+        out[k] = coerce_param(method, k, v, declared[k])
+    return out
 
 
 def coerce_param(method: str, name: str, value: Any, typ: type) -> Any:

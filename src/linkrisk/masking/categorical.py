@@ -55,7 +55,7 @@ import numpy as np
 import pandas
 
 from ..errors import LinkriskError
-from ._base import check_columns, check_no_missing, column_kind
+from ._base import check_columns, check_no_missing, coerce_params, column_kind
 
 # ---------------------------------------------------------------- categories <-> codes
 
@@ -490,18 +490,23 @@ apply_global_recoding = _apply_coding("global_recoding")
 
 
 # ---------------------------------------------------------------- public category maps
+#: the parameters of the recoding methods and their types (the registry declares these)
+CODING_PARAMS: dict[str, dict[str, type]] = {
+    "top_coding": {"threshold": object, "quantile": float},
+    "bottom_coding": {"threshold": object, "quantile": float},
+    "global_recoding": {"width": float, "origin": float, "midpoint": bool, "n_groups": int,
+                        "min_frequency": float, "other_label": str},
+}
 
 
 def coding_map(series: pandas.Series, method: str, **params: Any) -> dict:
     """Original value/category → released value/category that ``method`` (top_coding,
     bottom_coding or global_recoding, same parameters as in ``mask``) applies to
     ``series``. Numeric columns map each distinct observed value."""
-    from .registry import METHODS, _coerce_params
-
-    if method not in ("top_coding", "bottom_coding", "global_recoding"):
+    if method not in CODING_PARAMS:
         raise LinkriskError(f"no category map for {method!r}: use top_coding, bottom_coding "
                             "or global_recoding")
-    params = _coerce_params(METHODS[method], params)
+    params = coerce_params(method, CODING_PARAMS[method], {}, params)
     if series.isna().any():
         raise LinkriskError(f"{method}: column {series.name!r} contains missing values")
     return _recoding(series, method, params).mapping(series)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
@@ -10,14 +11,48 @@ import pandas as pd
 from ..errors import LinkriskError
 from . import categorical, ipso, microaggregation, noise, rankswap
 from ._base import (
-    MethodSpec,
     SeedLike,
     as_rng,
     check_columns,
     check_frame,
-    coerce_param,
+    coerce_params,
     default_columns,
 )
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    """A registered masking method.
+
+    ``apply(df, columns, rng, **params)`` returns the masked columns (a DataFrame with
+    ``df``'s index); ``params`` maps each accepted parameter to its type (``list`` means a
+    list of column names, ``object`` a value checked by the method itself); ``defaults`` are
+    filled in before ``apply`` runs (a missing key means the parameter has no default).
+    ``strength`` names the parameter a study sweeps from mild to strong masking.
+    Calling the spec is ``mask(df, name, ...)``.
+    """
+
+    name: str
+    apply: Callable[..., pd.DataFrame]
+    params: Mapping[str, type]
+    defaults: Mapping[str, Any] = field(default_factory=dict)
+    kind: str = "numeric"            # "numeric" or "categorical"
+    columns_rule: str = "numeric"    # one of COLUMN_RULES
+    deterministic: bool = False
+    strength: str = ""
+    summary: str = ""
+
+    @property
+    def doc(self) -> str:
+        """The defining formulas and references: the docstring of the method's module."""
+        import sys
+
+        return sys.modules[self.apply.__module__].__doc__ or ""
+
+    def __call__(self, df: pd.DataFrame, columns: Sequence[str] | None = None,
+                 seed: SeedLike = None, **params: Any) -> pd.DataFrame:
+        return mask(df, self.name, columns=columns, seed=seed, **params)
+
 
 _SPECS = [
     MethodSpec("noise", noise.apply_noise, {"a": float, "percent": float},
@@ -54,16 +89,15 @@ _SPECS = [
                columns_rule="categorical", strength="pd (smaller is stronger)",
                summary="post-randomization (invariant PRAM by default)"),
     MethodSpec("top_coding", categorical.apply_top_coding,
-               {"threshold": object, "quantile": float}, kind="categorical",
+               categorical.CODING_PARAMS["top_coding"], kind="categorical",
                columns_rule="ordered", deterministic=True, strength="quantile",
                summary="values above a threshold set to it (numeric / ordinal)"),
     MethodSpec("bottom_coding", categorical.apply_bottom_coding,
-               {"threshold": object, "quantile": float}, kind="categorical",
+               categorical.CODING_PARAMS["bottom_coding"], kind="categorical",
                columns_rule="ordered", deterministic=True, strength="quantile",
                summary="values below a threshold set to it (numeric / ordinal)"),
     MethodSpec("global_recoding", categorical.apply_global_recoding,
-               {"width": float, "origin": float, "midpoint": bool, "n_groups": int,
-                "min_frequency": float, "other_label": str},
+               categorical.CODING_PARAMS["global_recoding"],
                kind="categorical", columns_rule="any", deterministic=True,
                strength="width (ordinal/numeric), n_groups or min_frequency (nominal)",
                summary="merge categories / intervals into coarser groups"),
@@ -90,16 +124,7 @@ def method_params(name: str) -> dict[str, type]:
 
 
 def _coerce_params(spec: MethodSpec, params: Mapping[str, Any]) -> dict[str, Any]:
-    unknown = [k for k in params if k not in spec.params]
-    if unknown:
-        raise LinkriskError(
-            f"{spec.name}: unknown parameter {', '.join(map(repr, unknown))}; "
-            f"{spec.name} accepts {', '.join(spec.params) or 'no parameters'}"
-        )
-    out = dict(spec.defaults)
-    for k, v in params.items():
-        out[k] = coerce_param(spec.name, k, v, spec.params[k])
-    return out
+    return coerce_params(spec.name, spec.params, spec.defaults, params)
 
 
 def mask(df: pd.DataFrame, method: str, columns: Sequence[str] | None = None,

@@ -35,14 +35,12 @@ component of the digraph that orients M's edges column → row and the others ro
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numba as nb
 import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components, maximum_bipartite_matching
 
-Progress = Callable[[int, int], None]
+from ..nearest.rules import Progress
 
 
 # ---------------------------------------------------------------------------------------
