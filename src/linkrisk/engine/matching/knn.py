@@ -44,7 +44,7 @@ def _sq_tile(acc, a, bt, t0, w):
     registers. Each score is summed over the attributes in the same order as
     :func:`~.kernels.tile_scores` (no contraction into FMA), so the bits are the same;
     keeping the 8 partial sums in registers avoids re-loading and storing ``acc`` once
-    per attribute, which made the generic loop ~1.4x slower."""
+    per attribute, which made the generic loop slower (see benchmarks/README.md)."""
     m = a.shape[0]
     k0 = 0
     while k0 + 8 <= w:
@@ -250,7 +250,7 @@ def knn(pw: Pairwise, k: int, kb: int | None = None, *, progress: Progress | Non
 # reduced-cost scan (the certificate) and the other per-row scans
 # ---------------------------------------------------------------------------------------
 #: columns per block of the gated scan (a block is skipped when no column passes the gate;
-#: first certificate of the 2·10⁵ benchmark problem: 64 → 256 columns 1.19 → 1.00 s)
+#: larger blocks amortize the gate test, see benchmarks/README.md, "certificate scan")
 GATE_BLOCK = 256
 #: rows of the gated scan that share each block of columns while it is in cache
 SCAN_ROWS = 64
@@ -352,11 +352,11 @@ def _scan_gated(prow, x, yts, metric, degree, kxx, kyy, tflat, toff, tsize, root
 
     Tiled: the rows come sorted by end (descending) in chunks ``chunks[c]..chunks[c+1]``;
     a block of columns (GATE_BLOCK of them, in L1) is scored against every row of the chunk
-    that needs it before the next block is read (2·10⁵: ~15 % faster with ``s32``, no
-    gain in float64, whose exact scoring is compute-bound). A block is first tested without
+    that needs it before the next block is read (a gain with ``s32``, none in float64,
+    whose exact scoring is compute-bound; see benchmarks/README.md). A block is first tested without
     √ and branches (:func:`_any_below`) or, with ``s32`` (Euclidean cost), from float32
     scores with a rigorous error bound (:func:`_hit32`; ``cerr``·(‖x‖² + max ‖y‖² of the
-    block), the bound of :func:`~linkrisk.engine.nearest.screen.lower_bound`); only a block that may hold a pair is
+    block), the bound of :func:`~..nearest.screen.lower_bound`); only a block that may hold a pair is
     scored exactly (with ``s32`` only its columns that may pass). Hits are rare (a few per
     row), so the pre-test is the cost. Each row sees its columns in increasing order, as a
     row-by-row scan would: the results are the same."""
@@ -452,7 +452,7 @@ def _screen_args(pw: Pairwise, yts: np.ndarray, off: np.ndarray, starts: np.ndar
     """The float32 copies of the scan's screen (columns in the scan's order): rows
     pre-scaled by −2 (exact), float32 norms, float64 norms of the rows and the largest per
     block of columns, the offsets in float32 and the largest |off| per block, and the
-    error constant c = 4(m+3)·2⁻²³ of :func:`~linkrisk.engine.nearest.screen.lower_bound`."""
+    error constant c = 4(m+3)·2⁻²³ of :func:`~..nearest.screen.lower_bound`."""
     x32 = pw.x.astype(np.float32)
     yt32 = yts.astype(np.float32)
     nx32 = np.einsum("ij,ij->i", x32, x32).astype(np.float32)
@@ -473,12 +473,12 @@ def scan_gated(pw: Pairwise, rows: np.ndarray, off: np.ndarray, key: np.ndarray,
     """The pairs of the listed rows with r_ij = c(x_i, y_j) − off_j < θ_i (cost ≤ ``cmax``),
     looking only at the columns with key_j < θ_i and off_j > gate_i — the caller's proof
     that no other column can have r_ij < θ_i (the certificate: key = β − v, off = v,
-    θ_i = u_i − tol, gate_i = α_i − u_i + tol, see :func:`~.matching._suspects`).
+    θ_i = u_i − tol, gate_i = α_i − u_i + tol, see :func:`~.solver._suspects`).
 
     Columns are sorted by key once, so each row scans a prefix in blocks of
     ``GATE_BLOCK``, skipping blocks where no off_j passes the gate: the work is the
-    number of such pairs, not n_rows × n_cols (16 % of the full scan in the global
-    attack's first certificate at 2·10⁵ records, 26 % at 10⁶). Rows with similar prefixes
+    number of such pairs, not n_rows × n_cols (a fraction of the full scan; measured
+    shares in benchmarks/README.md). Rows with similar prefixes
     share each block while it is in cache, and a block is pre-tested before any pair is
     scored exactly. Returns (scan, nxt): ``scan.min`` = min(θ_i, min r_ij) — a lower bound
     of r_ij over *all* columns under the caller's proof — ``scan.count`` and the (up to

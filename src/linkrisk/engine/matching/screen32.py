@@ -11,7 +11,7 @@ inner products per pair, vectorized over a cache-resident tile of B, the score
 list entries are then re-scored in float64 with the engine's arithmetic
 (:func:`~.knn.pair_costs`) and sorted by (exact cost, index). Every pair left out of i's
 list had a float32 score ≥ the final K-th one D_i, so its exact squared distance is
-≥ L(D_i) (:func:`~linkrisk.engine.nearest.screen.lower_bound`: |float32 − exact| ≤ c(‖a‖² + ‖b‖²), c = 4(m+3)·2⁻²³)
+≥ L(D_i) (:func:`~..nearest.screen.lower_bound`: |float32 − exact| ≤ c(‖a‖² + ‖b‖²), c = 4(m+3)·2⁻²³)
 and α_i = √L(D_i). The bound holds for this summation order as for faiss's: rounding the
 inputs costs ≤ 2·2⁻²⁴ relative per product and 2⁻²⁴·m per norm, and summing the m + 2
 terms ≤ γ_{m+2}·Σ|terms| ≤ (m+2)·2⁻²³(‖a‖² + ‖b‖²), since 2Σ|a_k b_k| ≤ ‖a‖² + ‖b‖²;
@@ -36,8 +36,8 @@ from .knn import KNN, insert_sorted, merge_threads, pair_costs, row_blocks
 #: B columns per tile: 13 float32 attribute rows of 1024 columns (52 KiB) stay in L2 and
 #: the row's 4 KiB accumulator in L1
 TILE = 1024
-#: attacker rows scored against one tile of B before the next tile (128 vs 16: 0.69 vs
-#: 0.76 ns/pair at n = 2·10⁵, the release re-streamed from memory 8× less often)
+#: attacker rows scored against one tile of B before the next tile (more rows per tile:
+#: the release is re-streamed from memory less often; see benchmarks/README.md)
 CHUNK = 128
 _F32 = np.float32
 #: columns per sub-block searched for list entries in a tile with a hit
@@ -56,10 +56,10 @@ def _scores32x2(a, b, xi, xj, nxi, nxj, nyt, yt, t0, w, kth_i, kth_j, btt):
     over q, four attributes per pass; the last attribute is fused with the list check.
     Returns, per row, whether some score is below its forward threshold (``kth_i``,
     ``kth_j``) or the column's backward threshold ``btt[q]``. Two rows at once: each tile
-    load of y serves both (~15 % faster; an odd last row is passed twice). The loops run
-    over slices: indexing ``yt[k, t0 + q]`` directly keeps LLVM from vectorizing (measured
-    8 ns/pair against 0.5); starting from the norms and checking in the last pass saves
-    two passes over the scores (0.58 → 0.36 ns/pair at m = 13)."""
+    load of y serves both (an odd last row is passed twice). The loops run over slices:
+    indexing ``yt[k, t0 + q]`` directly keeps LLVM from vectorizing; starting from the
+    norms and checking in the last pass saves two passes over the scores (figures in
+    benchmarks/README.md, "float32 k-NN pass")."""
     m = xi.shape[0]
     for q in range(w):
         a[q] = nyt[q] + nxi

@@ -33,8 +33,8 @@ Four solvers, all exact:
               this bound are found by a sort-and-sweep in O(n log n); each such row
               checks exactly, c_ij − v_j ≥ u_i − tol, only the columns that fail it:
               β_j − v_j < u_i − tol (a prefix of the columns sorted by β − v) and
-              v_j > α_i − u_i + tol (:func:`~.knn.scan_gated`: 16–26 % of a full row at
-              2·10⁵–10⁶, tiled over rows and pre-tested in float32 for the Euclidean cost);
+              v_j > α_i − u_i + tol (:func:`~.knn.scan_gated`: a fraction of a full row,
+              tiled over rows and pre-tested in float32 for the Euclidean cost);
            4. violating edges (each violating row's 8 best, more when few rows are
               scanned) are added to G, the rows' u lowered (a warm start: only they are
               re-augmented) and the check repeated until no violation. G without a

@@ -2,7 +2,8 @@
 
 faiss's flat index finds nearest neighbours with a float32 GEMM — an order of magnitude
 faster than any float64 scan — but float32 cannot decide ties or near-ties, and faiss is
-fast only for k = 1 (its k > 1 path keeps a heap per query and is ~10× slower). So:
+fast only for k = 1 (its k > 1 path keeps a heap per query and is far slower; figures in
+benchmarks/README.md). So:
 
 1. B is cut into contiguous parts of ``PART`` rows; one k = 1 search per part gives each
    attacker record a the float32 minimum of every part: the overall best b₁ (in part s₁)
@@ -46,9 +47,9 @@ PART: int | None = None
 
 
 def part_rows(n_b: int) -> int:
-    """Part size: 4096 rows, 8192 from 400,000 released records (measured here: faiss's
-    k = 1 search over 8192-row parts costs ~8 % more than over one index, 4096-row parts
-    ~20 %; step 2 costs n·PART pairs, negligible next to n² at 10⁶)."""
+    """Part size: 4096 rows, 8192 from 400,000 released records. Smaller parts make step 2
+    cheaper (n·PART pairs, negligible next to n² at 10⁶) but faiss's k = 1 search slower
+    over many small indexes (measured costs in benchmarks/README.md, "faiss screen")."""
     return PART if PART is not None else (8192 if n_b >= 400_000 else 4096)
 
 
