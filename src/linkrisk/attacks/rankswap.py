@@ -173,13 +173,13 @@ def _rank_swap_attack(ctx: LinkContext, p: float, union: bool) -> Outcome:
     rid = np.arange(n_a, dtype=np.int64)
     _restricted_dbrl(sp.a, sp.b, order, place, start, end, truth, rid, union, RTOL, ctx.seed,
                      out_min, out_count, out_true, out_ts, out_link, size)
-    if ctx.progress is not None:
-        ctx.progress(n_a, n_a)
     empty = np.flatnonzero(size == 0)
     if empty.size:  # no released record in every window: plain DBRL for those records
         sub = ctx.nearest(sp.a[empty], sp.b, sp.metric, rows=empty).sets
         out_min[empty], out_count[empty], out_link[empty] = sub.min_score, sub.count, sub.link
         out_true[empty], out_ts[empty] = sub.true_in_set, sub.true_score
+    if ctx.progress is not None:
+        ctx.progress(n_a, n_a)
     certain = size == 1
     extra = {"p": p, "window": w, "certain_links": int(certain.sum()),
              "certain_correct": int((certain & out_true).sum()),

@@ -11,6 +11,7 @@ rules). See ``docs/methods.md``.
 
 from .assignment import SparseAssignment, allowed_edges
 from .knn import KNN, knn
-from .solver import Matching, min_cost_matching
+from .solver import DEFAULT_K, DEFAULT_K_LIST, DENSE_MAX_N, Matching, min_cost_matching
 
-__all__ = ["KNN", "Matching", "SparseAssignment", "allowed_edges", "knn", "min_cost_matching"]
+__all__ = ["DEFAULT_K", "DEFAULT_K_LIST", "DENSE_MAX_N", "KNN", "Matching", "SparseAssignment",
+           "allowed_edges", "knn", "min_cost_matching"]
