@@ -58,7 +58,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..engine.nearest import Tables, standardize
+from ..engine.nearest import Pairwise, Tables, standardize
 from ..errors import LinkriskError
 from .base import LinkContext, Outcome, register
 from .spaces import Space
@@ -377,19 +377,11 @@ def _orientation(ctx: LinkContext, rels: dict[str, dict[Any, set]]) -> bool:
 
 
 def pair_scores(sp: Space, ia: np.ndarray, ib: np.ndarray) -> np.ndarray:
-    """Scores of the pairs (A[ia], B[ib]) of a ``mixed`` space, vectorized (numpy), the
-    same sum in the same attribute order as the engine's kernel (square-rooted when
-    ``sp.root``)."""
-    t: Tables = sp.kw["tables"]
-    ia, ib = np.asarray(ia, np.int64), np.asarray(ib, np.int64)
-    acc = np.zeros(ia.shape[0])
-    for j in range(sp.a.shape[1]):
-        x, y = sp.a[ia, j], sp.b[ib, j]
-        size = int(t.size[j])
-        if size == 0:
-            acc += (x - y) ** 2
-        else:
-            acc += t.flat[t.off[j] + x.astype(np.int64) * size + y.astype(np.int64)]
+    """Scores of the pairs (A[ia], B[ib]) of a ``mixed`` space with the engine's own
+    arithmetic (:meth:`~linkrisk.engine.nearest.Pairwise.pair_scores`), square-rooted when
+    ``sp.root``."""
+    pw = Pairwise.build(sp.a, sp.b, "mixed", tables=sp.kw["tables"], transpose=False)
+    acc = pw.pair_scores(np.asarray(ia, np.int64), np.asarray(ib, np.int64))
     return np.sqrt(acc) if sp.root else acc
 
 

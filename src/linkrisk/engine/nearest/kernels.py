@@ -7,7 +7,11 @@ the running minimum and the records tied with it. Nothing of size n×n' is ever 
 
 Scores are computed directly from differences (not with the GEMM identity), in float64,
 summing attributes in a fixed order, so the same pair always gets the same bits: this is
-what makes the tie rule (relative tolerance on the minimum) exact and reproducible.
+what makes the tie rule (relative tolerance on the minimum) exact and reproducible. Ties,
+tie breaking and the pick follow :mod:`.rules`.
+
+:class:`Pairwise` (two files under one metric, with the kernels' metric arguments) is the
+one description of a scoring problem shared by the nearest-set engine and global matching.
 """
 
 from __future__ import annotations
@@ -277,8 +281,9 @@ def pair_scores(a, b, ia, ib, metric, degree, kaa, kbb, tflat, toff, tsize, out)
 @dataclass
 class Pairwise:
     """Two files and an engine metric, ready for the kernels: ``x`` (rows) is scanned
-    against the attribute-major ``yt`` = yᵀ. ``kxx``/``kyy`` are the kernel metric's
-    K(x,x)/K(y,y) (zeros otherwise); ``tables`` the mixed metric's category tables."""
+    against the attribute-major ``yt`` = yᵀ (None until a caller needs it). ``kxx``/``kyy``
+    are the kernel metric's K(x,x)/K(y,y) (zeros otherwise); ``tables`` the mixed metric's
+    category tables; ``root``: costs are √score (global matching's Euclidean cost)."""
 
     x: np.ndarray
     y: np.ndarray
