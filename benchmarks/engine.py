@@ -1,7 +1,7 @@
 """Blocked engine vs the naive dense numpy computation for exact DBRL.
 
 For each n: the synthetic generator's file (13 attributes) masked with additive noise
-(a = 0.25), linked with `dbrl` (squared Euclidean on standardized attributes, SPEC tie rule)
+(a = 0.25), linked with `dbrl` (squared Euclidean on standardized attributes, the tie rule of docs/methods.md)
 by (1) linkrisk's engine and (2) the obvious dense alternative: the full n×n distance matrix
 by the GEMM identity |a|²+|b|²−2abᵀ, then row minima and tie counts. Each case runs in a
 fresh subprocess so its peak RSS is its own. Prints a Markdown table.

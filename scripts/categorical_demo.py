@@ -1,7 +1,7 @@
 """Record linkage on categorical microdata: Household and Adult (8 categorical QIs each)
 released with PRAM, attacked with distance-based (Hamming) and probabilistic linkage.
 
-    python scripts/categorical_demo.py --data-dir /work/shared/data
+    python scripts/categorical_demo.py [--no-global] [--data-dir DIR]
 
 Masking: ``linkrisk.mask(df, "pram", pd=0.8, alpha=0.5, seed=1)`` (sdcMicro's invariant
 PRAM). Attacks: ``dbrl`` (on nominal
@@ -15,6 +15,7 @@ combination) = the number of distinct records.
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 
 import numpy as np
@@ -34,7 +35,9 @@ def attacks(with_global: bool) -> list[tuple[str, str, dict]]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data-dir", default=None, help="folder with household.csv, adult.csv")
+    ap.add_argument("--data-dir", default=None,
+                    help="folder with household.csv, adult.csv that overrides the packaged "
+                         "files (default: $LINKRISK_DATA, else the files shipped with linkrisk)")
     ap.add_argument("--no-global", action="store_true", help="skip gdbrl")
     args = ap.parse_args()
 
@@ -77,4 +80,8 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except LinkriskError as exc:  # e.g. a --data-dir that is not a folder: one line, exit 2
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(2)

@@ -5,15 +5,14 @@ For a few parameterizations of every numeric method, mask Census with a fixed se
 print a Markdown table of the ``dbrl`` and ``rbrl_max`` correct-link rates (% of records).
 IPSO and data shuffling treat the last ``--confidential`` columns as the confidential
 attributes and the attacker links on the remaining ones; the other methods mask and link
-on all 13 attributes. One replicate per row (SPEC §4 asks for R replicates in studies).
+on all 13 attributes. One replicate per row (`linkrisk study` replicates R times).
 
-    python scripts/masking_table.py --data-dir ../shared/data [--seed 0] [--only mdav,noise]
+    python scripts/masking_table.py [--seed 0] [--only mdav,noise] [--data-dir DIR]
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 
@@ -48,8 +47,9 @@ def _fmt(params: dict) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data-dir", default=os.environ.get("LINKRISK_DATA"),
-                    help="folder holding census.csv (default: $LINKRISK_DATA)")
+    ap.add_argument("--data-dir", default=None,
+                    help="folder holding census.csv that overrides the packaged file "
+                         "(default: $LINKRISK_DATA, else the file shipped with linkrisk)")
     ap.add_argument("--seed", type=int, default=0, help="masking seed (default 0)")
     ap.add_argument("--confidential", type=int, default=4,
                     help="number of trailing Census columns that are confidential for "

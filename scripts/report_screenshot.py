@@ -1,7 +1,7 @@
 """Assess Census released with rank swapping (p = 5), write the HTML report and screenshot
 it in headless Chromium (Debian's ``chromium`` package: ``apt-get install chromium``).
 
-    python scripts/report_screenshot.py --data-dir ../shared/data
+    python scripts/report_screenshot.py [--data-dir DIR]
     # → docs/report-census-rankswap.html and docs/report-census-rankswap.png
 """
 
@@ -15,7 +15,8 @@ import tempfile
 from pathlib import Path
 
 import linkrisk
-from linkrisk.data import atomic_write_text
+from linkrisk.errors import LinkriskError
+from linkrisk.fileio import atomic_write_text
 
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
                   "--no-first-run", "--disable-background-networking",
@@ -47,7 +48,9 @@ def screenshot(html_path: Path, png_path: Path, width: int = 1200, height: int =
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data-dir", default=None)
+    ap.add_argument("--data-dir", default=None,
+                    help="folder with census.csv that overrides the packaged file "
+                         "(default: $LINKRISK_DATA, else the file shipped with linkrisk)")
     ap.add_argument("--out", default=str(Path(__file__).resolve().parents[1] / "docs"
                                          / "report-census-rankswap"),
                     help="output path without suffix (.html and .png are written)")
@@ -68,4 +71,8 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except LinkriskError as exc:  # e.g. a --data-dir that is not a folder: one line, exit 2
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(2)

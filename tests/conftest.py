@@ -1,28 +1,26 @@
 import os
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-# reference data lives beside the project (../shared/data), never inside it
-DATA_DIR = (Path(__file__).resolve().parents[1] / ".." / "shared" / "data").resolve()
-if DATA_DIR.is_dir():
-    os.environ.setdefault("LINKRISK_DATA", str(DATA_DIR))
+# The reference files ship with linkrisk (src/linkrisk/reference): the tests need no folder
+# beside the repository. An exported LINKRISK_DATA would silently replace them, so it is
+# ignored here; tests of the override set it themselves.
+os.environ.pop("LINKRISK_DATA", None)
 
 
 @pytest.fixture(scope="session")
-def data_dir() -> Path:
-    if not DATA_DIR.is_dir():
-        pytest.skip("reference data folder ../shared/data not present")
-    return DATA_DIR
+def data_dir() -> None:
+    """``None``: ``linkrisk.datasets.load(name, data_dir)`` reads the packaged files."""
+    return None
 
 
 @pytest.fixture(scope="session")
-def census(data_dir) -> pd.DataFrame:
+def census() -> pd.DataFrame:
     from linkrisk.datasets import load
 
-    return load("census", data_dir)
+    return load("census")
 
 
 def noisy(df: pd.DataFrame, a: float, seed: int) -> pd.DataFrame:

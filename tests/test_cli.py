@@ -71,8 +71,19 @@ def test_missing_file_and_nan(files, tmp_path):
     assert p.returncode == 2 and "missing values" in p.stderr
 
 
-def test_datasets_and_methods_commands(data_dir):
-    p = run("datasets", "--data-dir", data_dir, check=True)
-    assert "census" in p.stdout and "yes" in p.stdout
+def test_datasets_and_methods_commands(tmp_path):
+    # packaged: no argument, no environment variable; python -m linkrisk is the CLI too
+    p = subprocess.run([sys.executable, "-m", "linkrisk", "datasets"], capture_output=True,
+                       text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    for name, ref in datasets.REFERENCE.items():
+        assert f"{name}  {ref.title}: {ref.rows:,} records" in p.stdout
+    assert "GPL-2" in p.stdout and "CC BY 4.0" in p.stdout and "packaged" in p.stdout
+    p = run("datasets", "--data-dir", tmp_path / "nonexistent")
+    assert p.returncode == 2 and p.stderr.startswith("error:") and "not a folder" in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1
+    datasets.load("census", raw=True).to_csv(tmp_path / "census.csv", index=False)
+    p = run("datasets", "--data-dir", tmp_path, check=True)
+    assert "[found]" in p.stdout.split("eia")[0] and "[missing]" in p.stdout
     p = run("methods", check=True)
     assert "rbrl_max" in p.stdout

@@ -6,12 +6,11 @@ from linkrisk.data import (
     attribute_kinds,
     numeric_matrix,
     parse_kinds,
-    read_table,
     select_qi,
     truth_from_ids,
-    write_table,
 )
 from linkrisk.errors import LinkriskError
+from linkrisk.fileio import read_table, write_table
 
 
 def test_csv_and_parquet_roundtrip(tmp_path):

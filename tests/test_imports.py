@@ -1,6 +1,6 @@
 """The import graph of linkrisk: every module imports, there are no import circles, and
-data flows one way — errors → data/masking → engine → attacks → measures →
-assessment/experiments → report → cli → the package's public API. The two engine packages
+data flows one way — errors/params → data/file I/O/masking → engine → attacks → measures →
+assessment/experiments/catalog → report → cli → the package's public API. The two engine packages
 import nothing from above them (only ``linkrisk.errors``), and the nearest-set engine
 nothing from global matching."""
 
@@ -15,8 +15,9 @@ import linkrisk
 ROOT = Path(linkrisk.__file__).resolve().parent
 
 #: layer of each top-level part (a module may import only from its own part or lower)
-LAYER = {"errors": 0, "data": 1, "datasets": 1, "masking": 1, "engine": 2, "attacks": 3,
-         "measures": 4, "assessment": 5, "experiments": 5, "report": 6, "cli": 7, "": 8}
+LAYER = {"errors": 0, "params": 0, "data": 1, "datasets": 1, "fileio": 1, "masking": 1,
+         "engine": 2, "attacks": 3, "measures": 4, "assessment": 5, "experiments": 5,
+         "catalog": 5, "report": 6, "cli": 7, "": 8, "__main__": 8}
 #: known edges against the flow, owned by another change: assessment imports report (to
 #: render) and the package root (for __version__); the trust/CLI branch removes them.
 #: Delete this entry when that branch is merged.

@@ -1,4 +1,4 @@
-"""One-call assessment of a release: every applicable attack, the measures of SPEC §3,
+"""One-call assessment of a release: every applicable attack, the measures of docs/methods.md,
 per-record risk and an HTML report (:func:`assess`)."""
 
 from __future__ import annotations
@@ -122,7 +122,7 @@ def assess(
     ``{"prl": {"q": 20}}``. ``progress(label)`` returns a ``(done, total)`` callback for
     each attack (or None).
 
-    Measures (SPEC §3), for numeric QIs with records in the same order: DLD (dbrl rate, %),
+    Measures (docs/methods.md, Measures), for numeric QIs with records in the same order: DLD (dbrl rate, %),
     PLD (prl), RSLD (rsrl), ID (interval disclosure), IL (Domingo-Ferrer & Torra 2001) and
     PIL (Mateo-Sanz et al. 2005), DR = 0.25·DLD + 0.25·PLD + 0.5·ID (with RSLD:
     (RSLD+DLD+PLD)/6 + 0.5·ID), Score = (IL + DR)/2. Per-record risk: each record's best
@@ -188,7 +188,7 @@ def _measures(original: pd.DataFrame, masked: pd.DataFrame, qi: list[str],
     notes: list[str] = []
     if set(kinds[c] for c in qi) != {"numeric"}:
         notes.append("information loss, interval disclosure, DR and Score are defined for "
-                     "numeric attributes only (SPEC §3); not computed")
+                     "numeric attributes only (docs/methods.md, Measures); not computed")
         return out, notes
     if ids is not None or len(original) != len(masked):
         notes.append("IL, PIL and ID compare records one to one in file order; not computed "

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 import sys
+import warnings
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
@@ -12,19 +14,23 @@ from typing import Annotated, Any
 import pandas as pd
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
 from . import datasets as ds
 from .attacks import ATTACKS, attack_params, make_context, resolve_methods, run_attack
-from .data import atomic_write_text, parse_columns, parse_kinds, read_table, write_table
+from .data import parse_columns, parse_kinds
 from .errors import LinkriskError
+from .fileio import atomic_write_text, check_output, input_label, read_inputs, write_table
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="linkrisk: how many records of a masked (anonymized) file can an "
                        "attacker re-identify by record linkage?")
 out = Console()
 err = Console(stderr=True)
+INPUT_HELP = ("data file (CSV, Parquet, Stata .dta, SPSS .sav, SAS .sas7bdat/.xpt), a built-in "
+              "dataset name (census, eia, …), or - for CSV on stdin")
 
 
 def parse_size(text: str) -> int:
@@ -97,8 +103,8 @@ def rate_table(results: list[dict[str, Any]], title: str) -> Table:
 
 @app.command()
 def attack(
-    original: Annotated[Path, typer.Argument(help="original file (CSV or Parquet)")],
-    masked: Annotated[Path, typer.Argument(help="released (masked) file")],
+    original: Annotated[str, typer.Argument(help=INPUT_HELP)],
+    masked: Annotated[str, typer.Argument(help="released (masked) file, same forms")],
     method: Annotated[str, typer.Option("--method", "-m",
                                         help="attack(s), comma-separated, or 'all'")] = "dbrl",
     qi: Annotated[str | None, typer.Option(help="QI columns a,b,c (default: all common)")] = None,
@@ -127,7 +133,7 @@ def attack(
         raise LinkriskError(f"no chosen attack takes parameter {unused[0]!r}")
     if per_record is not None and per_record.exists() and not force:
         raise LinkriskError(f"{per_record} exists; pass --force to overwrite it")
-    a, b = read_table(original), read_table(masked)
+    a, b = read_inputs(original, masked)
     results = []
     frames = []
     with progress_bar(sys.stderr.isatty() and not as_json) as bar:
@@ -149,14 +155,15 @@ def attack(
     if as_json:
         print(json.dumps(results, indent=2))
     else:
-        out.print(rate_table(results, f"{original.name} → {masked.name}: {len(ctx.qi)} QIs, "
+        out.print(rate_table(results, f"{input_label(original)} → {input_label(masked)}: "
+                                      f"{len(ctx.qi)} QIs, "
                                       f"{direction}"))
 
 
 @app.command("assess")
 def assess_cmd(
-    original: Annotated[Path, typer.Argument(help="original file (CSV or Parquet)")],
-    masked: Annotated[Path, typer.Argument(help="released (masked) file")],
+    original: Annotated[str, typer.Argument(help=INPUT_HELP)],
+    masked: Annotated[str, typer.Argument(help="released (masked) file, same forms")],
     qi: Annotated[str | None, typer.Option(help="QI columns a,b,c (default: all common)")] = None,
     attacks: Annotated[str, typer.Option(help="attacks a,b,c or 'all' (every applicable)")] = "all",
     ids: Annotated[str | None, typer.Option(help="id column(s) defining the truth")] = None,
@@ -176,20 +183,21 @@ def assess_cmd(
     for path in (output, json_out):
         if path is not None and path.exists() and not force:
             raise LinkriskError(f"{path} exists; pass --force to overwrite it")
-    a, b = read_table(original), read_table(masked)
+    a, b = read_inputs(original, masked)
     with progress_bar(sys.stderr.isatty()) as bar:
         res = assess(a, b, qi, attacks, ids=parse_columns(ids), kinds=parse_kinds(kinds),
                      rank_swap_p=rank_swap_p, memory_budget=parse_size(memory), seed=seed,
                      progress=bar)
     if output is not None:
-        atomic_write_text(output, res.to_html(f"{masked.name}: disclosure-risk report"),
+        atomic_write_text(output, res.to_html(f"{input_label(masked)}: disclosure-risk report"),
                           force=force)
         err.print(f"wrote {output}")
     if json_out is not None:
         atomic_write_text(json_out, json.dumps(res.to_dict(), indent=2), force=force)
         err.print(f"wrote {json_out}")
     out.print(rate_table([r.to_dict() for r in sorted(res.results.values(), key=lambda r: -r.rate)],
-                         f"{original.name} → {masked.name}: {len(res.settings['qi'])} QIs"))
+                         f"{input_label(original)} → {input_label(masked)}: "
+                         f"{len(res.settings['qi'])} QIs"))
     for name, why in res.skipped.items():
         out.print(f"[yellow]not run[/] {name}: {why}", highlight=False)
     m = res.measures
@@ -209,8 +217,9 @@ def study_cmd(
     config: Annotated[str, typer.Argument(help="study file (TOML/YAML) or built-in name "
                                                "(rank-vs-distance, rank-swap, synthetic, "
                                                "global, categorical)")],
-    data_dir: Annotated[Path | None, typer.Option(help="reference data folder "
-                                                       "(default: $LINKRISK_DATA)")] = None,
+    data_dir: Annotated[Path | None, typer.Option(help="folder overriding the packaged "
+                                                       "reference files (default: "
+                                                       "$LINKRISK_DATA)")] = None,
     output: Annotated[Path | None, typer.Option("--output", "-o",
                                                 help="results folder (default: study-NAME)")] = None,
     replications: Annotated[int | None, typer.Option(help="replications of random masking "
@@ -244,9 +253,11 @@ def study_cmd(
 
 @app.command("mask")
 def mask_cmd(
-    input: Annotated[Path, typer.Argument(help="file to mask (CSV or Parquet)")],
+    input: Annotated[str, typer.Argument(help=INPUT_HELP)],
     method: Annotated[str, typer.Option("--method", "-m", help="masking method")],
-    output: Annotated[Path, typer.Option("--output", "-o", help="where to write the release")],
+    output: Annotated[str, typer.Option("--output", "-o", help="where to write the release "
+                                        "(format by suffix: .csv[.gz], .parquet, .dta, .sav, "
+                                        ".xpt; - for CSV on stdout)")],
     param: Annotated[list[str] | None, typer.Option("--param", "-p",
                                                     help="method parameter name=value")] = None,
     columns: Annotated[str | None, typer.Option(help="columns to mask (default: all numeric)")] = None,
@@ -256,12 +267,12 @@ def mask_cmd(
     """Mask INPUT with a protection method and write the release to OUTPUT."""
     from .masking import mask
 
-    if output.exists() and not force:
-        raise LinkriskError(f"{output} exists; pass --force to overwrite it")
-    df = read_table(input)
+    check_output(output, force, table=True)
+    (df,) = read_inputs(input)
     res = mask(df, method, columns=parse_columns(columns), seed=seed, **parse_params(param))
-    write_table(res, output, force=force)
-    err.print(f"wrote {output} ({len(res):,} records, method {method})")
+    write_table(res, output, force=force, like=df)
+    err.print(f"wrote {'stdout' if output == '-' else output} ({len(res):,} records, "
+              f"method {method})")
 
 
 @app.command()
@@ -306,42 +317,91 @@ def demo(
 
 
 @app.command()
-def methods() -> None:
-    """List the attacks and masking methods."""
-    t = Table(title="attacks", title_justify="left")
-    t.add_column("name")
-    t.add_column("what")
-    for spec in ATTACKS.values():
-        t.add_row(spec.name, spec.summary)
-    out.print(t)
-    try:
-        from .masking import METHODS
-    except ImportError:  # masking not installed in this build
+def methods(
+    markdown: Annotated[bool, typer.Option("--markdown", help="print the Markdown tables of "
+                                           "docs/methods.md instead")] = False,
+) -> None:
+    """List the attacks and masking methods with their parameters (docs/methods.md)."""
+    from rich.markup import escape
+
+    from . import catalog
+
+    if markdown:
+        print(catalog.markdown_all(), end="")
         return
-    out.print("masking methods: " + ", ".join(METHODS))
+
+    def params_cell(params: Any) -> str:
+        return "\n".join(escape(f"{p.name}: {p.shown_type} = {p.shown_default}")
+                         for p in params.values()) or "—"
+
+    t = Table(title="attacks", title_justify="left", show_lines=True)
+    for c in ("name", "kinds", "parameters (type = default)", "what"):
+        t.add_column(c)
+    for spec in ATTACKS.values():
+        kinds = ", ".join(spec.kinds) + ("" if spec.mixed else "\n(not mixed)")
+        t.add_row(spec.name, kinds, params_cell(spec.params), escape(spec.summary))
+    out.print(t)
+    t = Table(title="masking methods", title_justify="left", show_lines=True)
+    for c in ("name", "masks", "parameters (type = default)", "what"):
+        t.add_column(c)
+    for spec in catalog.METHODS.values():
+        t.add_row(spec.name, catalog.masks_label(spec), params_cell(spec.params),
+                  escape(spec.summary))
+    out.print(t)
+    out.print("Definitions, defaults and references: docs/methods.md")
 
 
 @app.command()
 def datasets(
-    data_dir: Annotated[Path | None, typer.Option(help="reference data folder "
-                                                       "(default: $LINKRISK_DATA)")] = None,
+    data_dir: Annotated[Path | None, typer.Option(help="folder overriding the packaged "
+                                                       "files (default: $LINKRISK_DATA)")] = None,
 ) -> None:
-    """List the reference datasets and whether they are found in the data folder."""
-    t = Table(title="reference datasets", title_justify="left")
-    for c in ("name", "description", "found"):
-        t.add_column(c)
+    """List the reference datasets that ship with linkrisk: source, licence, size and the
+    attributes the literature uses (docs/datasets.md)."""
+    d = ds.resolve_data_dir(data_dir)
+    out.print("reference datasets: linkrisk.datasets.load(NAME); sources and licences in "
+              "docs/datasets.md", highlight=False)
+    for name, ref in ds.REFERENCE.items():
+        where = ""
+        if d is not None:
+            where = "  \\[found]" if _found(name, d) else "  [bold red]\\[missing][/]"
+        out.print(f"\n[bold]{name}[/]  {ref.title}: {ref.rows:,} records × {ref.columns} "
+                  f"columns, {ref.distinct:,} distinct{where}", highlight=False)
+        g = Table.grid(padding=(0, 1))
+        g.add_column(style="dim", no_wrap=True)
+        g.add_column()
+        for label, text in (("  returns", ref.attributes), ("  source", ref.source),
+                            ("  licence", ref.licence)):
+            g.add_row(label, escape(text))
+        out.print(g, highlight=False)
+    out.print("\nfiles: " + ("packaged with linkrisk (linkrisk/reference/*.csv.gz); "
+                             "--data-dir or LINKRISK_DATA overrides them" if d is None else
+                             f"the override folder {escape(str(d))}"), highlight=False)
+
+
+def _found(name: str, d: Path) -> bool:
     try:
-        d = ds.resolve_data_dir(data_dir)
+        ds.locate(name, d)
     except LinkriskError:
-        d = None
-    for name, (fname, desc) in ds.REFERENCE.items():
-        t.add_row(name, desc, "yes" if d is not None and (d / fname).exists() else "no")
-    out.print(t)
+        return False
+    return True
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    """SIGTERM unwinds like an exception, so that temporary output files are removed."""
+    raise SystemExit(128 + signum)
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """Warnings (e.g. how a file was read) as one line on stderr, not Python's two."""
+    err.print(f"[yellow]warning:[/] {escape(str(message))}", highlight=False, soft_wrap=True)
 
 
 def main() -> None:
     """Entry point: user errors become one line on stderr and exit code 2 (usage errors are
     reported by click the same way); anything else is a bug and keeps its traceback."""
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    warnings.showwarning = _show_warning
     try:
         app()
     except LinkriskError as exc:

@@ -1,15 +1,13 @@
-"""Reading microdata files and preparing quasi-identifier (QI) matrices.
+"""Preparing quasi-identifier (QI) matrices (files are read by :mod:`linkrisk.fileio`).
 
-Conventions (SPEC notation): the attacker's file A holds original records, the released
+Conventions (notation of docs/methods.md): the attacker's file A holds original records, the released
 file B masked ones. Unless id columns are given, row i of A is the true source of row i of
 B. Attribute kinds are ``numeric``, ``ordinal`` (ordered categories) and ``nominal``.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -17,79 +15,6 @@ import pandas as pd
 from .errors import LinkriskError
 
 KINDS = ("numeric", "ordinal", "nominal")
-
-
-def read_table(path: str | os.PathLike) -> pd.DataFrame:
-    """Read a CSV or Parquet file into a DataFrame (format chosen by the extension)."""
-    p = Path(path)
-    if not p.exists():
-        raise LinkriskError(f"file not found: {p}")
-    if p.is_dir():
-        raise LinkriskError(f"{p} is a directory; give a CSV or Parquet file")
-    suffix = p.suffix.lower()
-    try:
-        if suffix in (".parquet", ".pq"):
-            try:
-                df = pd.read_parquet(p)
-            except ImportError as exc:  # pyarrow is an extra
-                raise LinkriskError(
-                    "reading Parquet needs pyarrow: pip install 'linkrisk[parquet]'"
-                ) from exc
-        else:
-            df = pd.read_csv(p, sep=None if suffix not in (".csv", ".gz") else ",",
-                             engine="python" if suffix not in (".csv", ".gz") else "c")
-    except pd.errors.EmptyDataError as exc:
-        raise LinkriskError(f"{p} is empty: it has no header and no rows") from exc
-    except LinkriskError:
-        raise
-    except Exception as exc:  # parser errors: say which file
-        raise LinkriskError(f"cannot read {p}: {str(exc).splitlines()[0]}") from exc
-    if df.shape[1] == 0:
-        raise LinkriskError(f"{p} has no columns")
-    if len(df) == 0:
-        raise LinkriskError(f"{p} has a header but no rows")
-    return df
-
-
-def write_table(df: pd.DataFrame, path: str | os.PathLike, *, force: bool = False) -> Path:
-    """Write ``df`` as CSV or Parquet atomically (temp file + rename); refuse to overwrite
-    an existing file unless ``force``."""
-    p = Path(path)
-    if p.exists() and not force:
-        raise LinkriskError(f"{p} exists; pass --force (force=True) to overwrite it")
-    if p.parent and not p.parent.exists():
-        raise LinkriskError(f"directory {p.parent} does not exist")
-    tmp = p.with_name(f".{p.name}.tmp-{os.getpid()}")
-    try:
-        if p.suffix.lower() in (".parquet", ".pq"):
-            try:
-                df.to_parquet(tmp, index=False)
-            except ImportError as exc:
-                raise LinkriskError(
-                    "writing Parquet needs pyarrow: pip install 'linkrisk[parquet]'"
-                ) from exc
-        else:
-            df.to_csv(tmp, index=False)
-        os.replace(tmp, p)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-    return p
-
-
-def atomic_write_text(path: str | os.PathLike, text: str, *, force: bool = False) -> Path:
-    """Write text atomically, refusing to overwrite unless ``force``."""
-    p = Path(path)
-    if p.exists() and not force:
-        raise LinkriskError(f"{p} exists; pass --force (force=True) to overwrite it")
-    tmp = p.with_name(f".{p.name}.tmp-{os.getpid()}")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, p)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-    return p
 
 
 def parse_columns(spec: str | Sequence[str] | None) -> list[str] | None:

@@ -1,4 +1,4 @@
-"""Categorical / mixed distances against dense brute force written from SPEC §2."""
+"""Categorical / mixed distances against dense brute force written from docs/methods.md."""
 
 import numpy as np
 import pandas as pd
@@ -20,7 +20,7 @@ def _std(x):
 
 
 def dense(a_df, b_df, spec, weights=None, possible=None):
-    """Σ_j w_j d_j over all pairs, straight from the SPEC's formulas on category values.
+    """Σ_j w_j d_j over all pairs, straight from the documented formulas on category values.
 
     ``spec[col]`` = "nominal" | "numeric" | list (ordinal order); ``possible[col](x, y)``:
     original category x can be released as y."""

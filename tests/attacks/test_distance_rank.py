@@ -1,4 +1,4 @@
-"""Every distance/rank attack against an independent dense computation of its SPEC formula."""
+"""Every distance/rank attack against an independent dense computation of its documented formula."""
 
 import numpy as np
 import pandas as pd
@@ -15,7 +15,7 @@ def _std(x):
 
 
 def dense_score(method, a, b, **kw):
-    """Score matrices written straight from SPEC §2, independent of the engine."""
+    """Score matrices written straight from docs/methods.md, independent of the engine."""
     if method == "dbrl":
         return ((_std(a)[:, None] - _std(b)[None]) ** 2).sum(-1)
     if method == "dbrl_l1":

@@ -1,4 +1,4 @@
-"""gdbrl (global DBRL, SPEC §2): exact minimum-cost perfect matching, restrictions,
+"""gdbrl (global DBRL, docs/methods.md): exact minimum-cost perfect matching, restrictions,
 approximations, padding, ties and the sparse solver's certificate."""
 
 from __future__ import annotations
@@ -152,7 +152,7 @@ def test_other_metrics_sparse_equals_dense(metric):
 
 
 # --------------------------------------------------------------------------------------
-# the SPEC's examples
+# the definition's examples
 # --------------------------------------------------------------------------------------
 EX1 = ([(1, 0), (0, 1), (-1, 0), (0, -1)], [(0, 0), (0, 2.1), (-2.1, 0), (0, -2.1)])
 EX2 = ([1, 2, 3, 4], [2, 3, 4, -0.1])
@@ -160,7 +160,7 @@ EX2 = ([1, 2, 3, 4], [2, 3, 4, -0.1])
 
 @pytest.mark.parametrize("ex,dbrl_rate,gdbrl_rate", [(EX1, 0.25, 1.0), (EX2, 0.25, 0.0)])
 def test_spec_examples_on_raw_values(ex, dbrl_rate, gdbrl_rate):
-    """The SPEC's examples are stated on raw values: checked on the engine directly
+    """The definition's examples are stated on raw values: checked on the engine directly
     (per-file standardization changes them, see the next test)."""
     a = np.asarray(ex[0], float).reshape(4, -1)
     b = np.asarray(ex[1], float).reshape(4, -1)

@@ -1,4 +1,4 @@
-"""rsrl / rsrl_union against a dense brute force of SPEC §2, and their defining properties."""
+"""rsrl / rsrl_union against a dense brute force of docs/methods.md, and their defining properties."""
 
 import math
 

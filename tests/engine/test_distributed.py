@@ -8,7 +8,7 @@ import linkrisk
 from linkrisk.engine import nearest_sets
 from linkrisk.engine.nearest.distributed import dask_nearest_sets
 
-distributed = pytest.importorskip("distributed")
+distributed = pytest.importorskip("distributed", reason="needs dask: pip install -e '.[dask]'")
 
 
 @pytest.fixture(scope="module")

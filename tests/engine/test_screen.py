@@ -6,7 +6,7 @@ import pytest
 from linkrisk.engine import nearest_sets
 from linkrisk.engine.nearest import screen as scr
 
-pytest.importorskip("faiss")
+pytest.importorskip("faiss", reason="needs faiss-cpu: pip install -e '.[fast]'")
 
 
 def _check(a, b, truth, seed=3):

@@ -12,7 +12,7 @@ from linkrisk.engine import min_cost_matching
 from linkrisk.engine.matching import transport
 from linkrisk.errors import LinkriskError
 
-pytestmark = pytest.mark.skipif(not transport.available(), reason="needs POT")
+pytestmark = pytest.mark.skipif(not transport.available(), reason="needs POT: pip install pot")
 
 
 def _coded(n, m, levels, change, seed):

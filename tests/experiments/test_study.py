@@ -60,13 +60,13 @@ def _tiny(**over):
 
 
 def test_seeds_independent_reproducible_and_deterministic_methods_once(data_dir):
-    tasks = expand(load_config(_tiny()), str(data_dir))
+    tasks = expand(load_config(_tiny()), data_dir)
     noise = [t for t in tasks if t.method == "noise"]
     micro = [t for t in tasks if t.method == "microaggregation_ir"]
     assert len(noise) == 6 and len(micro) == 1
     seeds = [t.seed for t in noise]
     assert len(set(seeds)) == len(seeds)
-    assert seeds == [t.seed for t in expand(load_config(_tiny()), str(data_dir))
+    assert seeds == [t.seed for t in expand(load_config(_tiny()), data_dir)
                      if t.method == "noise"]
     assert replication_seeds(7, "cell", 3) == replication_seeds(7, "cell", 5)[:3]
     assert replication_seeds(7, "cell", 3) != replication_seeds(8, "cell", 3)
@@ -141,3 +141,12 @@ def test_yaml_config(tmp_path, data_dir):
                  "masking: [{method: noise, param: a, values: [0.5]}]\nattacks: [dbrl]\n")
     res = linkrisk.study(y, data_dir=data_dir, out_dir=tmp_path / "out", processes=1)
     assert res.tasks == 2
+
+
+def test_bad_data_folder_is_refused_before_any_work(tmp_path, monkeypatch):
+    with pytest.raises(LinkriskError, match="is not a folder"):
+        linkrisk.study(_tiny(), data_dir=tmp_path / "nope", out_dir=tmp_path / "out")
+    monkeypatch.setenv("LINKRISK_DATA", str(tmp_path / "nope"))
+    with pytest.raises(LinkriskError, match="LINKRISK_DATA"):
+        linkrisk.study(_tiny(), out_dir=tmp_path / "out")
+    assert not (tmp_path / "out").exists()

@@ -1,22 +1,16 @@
 """Small fixtures for the masking tests (kept small: the whole suite must run fast)."""
 
-import os
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 import pytest
-
-_DATA = Path(os.environ.get("LINKRISK_DATA") or Path(__file__).resolve().parents[3] / "shared" / "data")
 
 
 @pytest.fixture(scope="session")
 def census_csv() -> pd.DataFrame:
     """The CASC Census file as read by pandas (13 int64 columns, 1080 rows)."""
-    path = _DATA / "census.csv"
-    if not path.exists():
-        pytest.skip("reference data census.csv not available (set LINKRISK_DATA)")
-    return pd.read_csv(path)
+    from linkrisk.datasets import load
+
+    return load("census", raw=True)
 
 
 def continuous(n: int = 300, m: int = 4, seed: int = 0, index_start: int = 100) -> pd.DataFrame:

@@ -1,4 +1,4 @@
-"""Measures of SPEC §3 on hand-worked examples, identity masking and brute-force twins."""
+"""Measures of docs/methods.md on hand-worked examples, identity masking and brute-force twins."""
 
 import numpy as np
 import pandas as pd

@@ -30,12 +30,14 @@ def test_no_external_resources(report):
     assert "<script" not in report
 
 
-@pytest.mark.skipif(shutil.which("chromium") is None, reason="Debian chromium not installed")
+@pytest.mark.skipif(shutil.which("chromium") is None,
+                    reason="headless render test needs Debian's chromium: apt-get install -y "
+                           "chromium (.ci/run installs it)")
 def test_renders_in_headless_chromium(report, tmp_path):
     html = tmp_path / "r.html"
     html.write_text(report)
     png = tmp_path / "r.png"
-    cmd = ["chromium", "--headless", "--no-sandbox", "--disable-gpu",
+    cmd = ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
            "--disable-background-networking", "--disable-component-update", "--disable-sync",
            "--no-first-run", f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1200,1600",
            f"--screenshot={png}", html.as_uri()]

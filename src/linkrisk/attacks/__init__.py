@@ -1,8 +1,8 @@
-"""Record-linkage attacks (SPEC §2) behind one entry point, :func:`attack`."""
+"""Record-linkage attacks behind one entry point, :func:`attack` (definitions:
+docs/methods.md, Attacks)."""
 
 from __future__ import annotations
 
-import inspect
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -37,8 +37,21 @@ def resolve_methods(methods: str | Sequence[str]) -> list[str]:
 
 
 def attack_params(method: str) -> list[str]:
-    """Names of the parameters attack ``method`` accepts."""
-    return [p for p in inspect.signature(ATTACKS[method].run).parameters if p != "ctx"]
+    """Names of the parameters attack ``method`` accepts.
+
+    Parameters
+    ----------
+    method : str
+        A registered attack name.
+
+    Returns
+    -------
+    list of str
+        The declared parameter names, in declaration order. The declarations themselves
+        (types, defaults, descriptions) are ``ATTACKS[method].params``; docs/methods.md
+        lists them.
+    """
+    return list(ATTACKS[method].params)
 
 
 def make_context(
@@ -89,6 +102,7 @@ def run_attack(ctx: LinkContext, method: str, direction: str, **params: Any) -> 
     if bad:
         raise LinkriskError(f"attack {method!r} has no parameter {bad[0]!r}; "
                             f"it accepts: {', '.join(accepted) or 'none'}")
+    params = spec.coerce(params)
     t0 = time.perf_counter()
     out: Outcome = spec.run(ctx, **params)
     secs = time.perf_counter() - t0

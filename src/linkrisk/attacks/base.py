@@ -1,8 +1,10 @@
-"""Attack results, the linkage context handed to every attack, and the attack registry."""
+"""Attack results, the linkage context handed to every attack, and the attack registry
+(every attack declares its parameters as :class:`~linkrisk.params.Param`; definitions in
+docs/methods.md)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -12,6 +14,7 @@ import pandas as pd
 from ..data import numeric_matrix
 from ..engine.nearest import DEFAULT_MEMORY_BUDGET, NearestSets, Progress, nearest_sets
 from ..errors import LinkriskError
+from ..params import Param, as_params, coerce_params
 
 
 @dataclass
@@ -152,25 +155,99 @@ def _plain(v: Any) -> Any:
 
 AttackFn = Callable[..., Outcome]
 
+#: the attribute kinds (``linkrisk.data`` infers them; ``kinds=`` overrides)
+KINDS = ("numeric", "ordinal", "nominal")
 
-@dataclass
+
+@dataclass(frozen=True)
 class AttackSpec:
+    """A registered attack.
+
+    ``run(ctx, **params)`` computes the candidate sets; ``summary`` is one line for
+    ``linkrisk methods``; ``kinds`` is the tuple of attribute kinds the attack accepts
+    with its default parameters (a file qualifies when every QI has one of them);
+    ``mixed`` says whether it accepts a file that mixes numeric and categorical QIs (all
+    kinds being accepted); ``params`` declares each parameter as a
+    :class:`~linkrisk.params.Param` (type, default, description), stored as
+    ``{name: Param}``. The definitions are in docs/methods.md.
+    """
+
     name: str
     run: AttackFn
     summary: str
-    kinds: tuple[str, ...] = ("numeric",)  # attribute kinds the attack accepts
-    params: tuple[str, ...] = ()
+    kinds: tuple[str, ...] = ("numeric",)
+    params: Mapping[str, Param] = field(default_factory=dict)
+    mixed: bool = True
+
+    def __post_init__(self) -> None:
+        bad = [k for k in self.kinds if k not in KINDS]
+        if bad or not self.kinds:
+            raise ValueError(f"attack {self.name!r}: kinds must be a non-empty subset of {KINDS}")
+        object.__setattr__(self, "kinds", tuple(self.kinds))
+        object.__setattr__(self, "params", as_params(self.params))
+
+    def accepts(self, kinds: Iterable[str] | Mapping[str, str]) -> bool:
+        """Whether the attack runs (with its default parameters) on QIs of these kinds;
+        a ``{column: kind}`` mapping or an iterable of kinds."""
+        vals = set(kinds.values() if isinstance(kinds, Mapping) else kinds)
+        if not vals <= set(self.kinds):
+            return False
+        return self.mixed or not ("numeric" in vals and vals - {"numeric"})
+
+    def coerce(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        """``params`` checked and coerced against the declaration (unknown names, types,
+        choices), as :func:`linkrisk.params.coerce_params` does for masking methods too.
+        Defaults are not filled in: the attack function's own defaults apply (a test
+        keeps them equal to the declared ones)."""
+        return coerce_params(self.name, self.params, params, fill_defaults=False)
 
 
 ATTACKS: dict[str, AttackSpec] = {}
 
 
 def register(name: str, summary: str, *, kinds: tuple[str, ...] = ("numeric",),
-             params: tuple[str, ...] = ()) -> Callable[[AttackFn], AttackFn]:
-    """Decorator: register ``fn(ctx, **params) -> Outcome`` as attack ``name``."""
+             params: Sequence[Param] = (), mixed: bool = True
+             ) -> Callable[[AttackFn], AttackFn]:
+    """Decorator: register ``fn(ctx, **params) -> Outcome`` as attack ``name``.
+
+    Parameters
+    ----------
+    name : str
+        The attack's name (``linkrisk.attack(..., method=name)``, ``--method name``).
+    summary : str
+        One line for ``linkrisk methods`` and docs/methods.md.
+    kinds : tuple of str
+        Attribute kinds the attack accepts with its default parameters.
+    params : sequence of Param
+        Every keyword parameter of ``fn`` besides ``ctx``, with its type and default.
+    mixed : bool
+        Whether files mixing numeric and categorical QIs are accepted.
+
+    Returns
+    -------
+    callable
+        The decorator; it returns ``fn`` unchanged.
+    """
 
     def deco(fn: AttackFn) -> AttackFn:
-        ATTACKS[name] = AttackSpec(name, fn, summary, kinds, params)
+        ATTACKS[name] = AttackSpec(name, fn, summary, tuple(kinds), as_params(params), mixed)
         return fn
 
     return deco
+
+
+def attacks_for(kinds: Iterable[str] | Mapping[str, str]) -> list[str]:
+    """The registered attacks that accept QIs of these kinds with their default parameters.
+
+    Parameters
+    ----------
+    kinds : iterable of str or mapping
+        The QIs' kinds (``numeric``, ``ordinal``, ``nominal``), or ``{column: kind}``.
+
+    Returns
+    -------
+    list of str
+        Attack names in registration order (see :meth:`AttackSpec.accepts`).
+    """
+    vals = list(kinds.values() if isinstance(kinds, Mapping) else kinds)
+    return [name for name, spec in ATTACKS.items() if spec.accepts(vals)]

@@ -1,4 +1,5 @@
-"""Categorical and mixed distances for distance-based record linkage (SPEC §2).
+"""Categorical and mixed distances for distance-based record linkage
+(docs/methods.md, ``dbrl_mixed``).
 
 Both files are encoded with **one shared category → code mapping per attribute** (a
 category seen in only one file still gets a code) and each categorical attribute gets an
@@ -8,11 +9,11 @@ loops over pairs. The result is a :class:`~linkrisk.attacks.spaces.Space` with m
 ``"mixed"`` and ``kw={"tables": Tables}``, usable for nearest sets and global-matching
 costs alike (``pair_scores`` below scores listed pairs with the same tables).
 
-Per-attribute distances (SPEC §2, Domingo-Ferrer & Torra 2001):
+Per-attribute distances (Domingo-Ferrer & Torra 2001; docs/methods.md):
 
 * nominal: 0 if the categories are equal, else 1;
 * ordinal: d(c, c') = #{c'' : min(c,c') ≤ c'' ≤ max(c,c')} / |D(V)| = (|r(c)−r(c')|+1)/|D(V)|,
-  exactly as the SPEC writes it, so equal categories are at 1/|D(V)| (a constant per
+  exactly as the paper writes it, so equal categories are at 1/|D(V)| (a constant per
   attribute: it changes no candidate set and no optimal matching). D(V) is the category
   order: ``categories={col: [...]}`` if given (this also makes ``col`` ordinal), else the
   categories of an ordered pandas Categorical, else (a column declared ordinal with
@@ -60,7 +61,8 @@ import pandas as pd
 
 from ..engine.nearest import Pairwise, Tables, standardize
 from ..errors import LinkriskError
-from .base import LinkContext, Outcome, register
+from ..params import Param
+from .base import KINDS, LinkContext, Outcome, register
 from .spaces import Space
 
 #: metrics served by this module (besides the categorical defaults of dbrl and friends)
@@ -386,12 +388,22 @@ def pair_scores(sp: Space, ia: np.ndarray, ib: np.ndarray) -> np.ndarray:
 
 
 # ---------------------------------------------------------------- attacks
-ALL_KINDS = ("numeric", "ordinal", "nominal")
-PARAMS = ("weights", "categories", "masking_aware", "masking_map")
+ALL_KINDS = KINDS
+_WEIGHTS = Param("weights", object, type_name="{column: weight} or list",
+                 help="attribute weights w_j ≥ 0 (not set: all 1)")
+_CATEGORIES = Param("categories", object, type_name="{column: [categories]}",
+                    help="category order D(V) of ordinal columns (also makes a column ordinal)")
+_AWARE = Param("masking_aware", bool, help="distance ∞ for category pairs the known masking "
+                                            "cannot produce (not set: true when masking_map "
+                                            "is given)")
+_MAP = Param("masking_map", object, type_name="{column: {original: released}}",
+             help="the known masking's category map (top/bottom coding, global recoding, "
+                  "PRAM support)")
 
 
 @register("dbrl_mixed", "DBRL on categorical/mixed QIs: nominal 0/1, ordinal rank distance, "
-          "standardized numeric", kinds=ALL_KINDS, params=PARAMS)
+          "standardized numeric", kinds=ALL_KINDS,
+          params=(_WEIGHTS, _CATEGORIES, _AWARE, _MAP))
 def dbrl_mixed(ctx: LinkContext, weights: Any = None, categories: Any = None,
                masking_aware: bool | None = None, masking_map: Any = None) -> Outcome:
     """d(a,b) = Σ_j w_j d_j(a_j, b_j): nominal 0/1, ordinal (|r−r'|+1)/|D(V)|, numeric
@@ -406,7 +418,7 @@ def dbrl_mixed(ctx: LinkContext, weights: Any = None, categories: Any = None,
 
 
 @register("dbrl_hamming", "DBRL with the Hamming distance (number of differing categories)",
-          kinds=("ordinal", "nominal"), params=("weights", "masking_aware", "masking_map"))
+          kinds=("ordinal", "nominal"), params=(_WEIGHTS, _AWARE, _MAP))
 def dbrl_hamming(ctx: LinkContext, weights: Any = None, masking_aware: bool | None = None,
                  masking_map: Any = None) -> Outcome:
     """d(a,b) = Σ_j w_j·χ(a_j ≠ b_j) over categorical QIs (ordinal ones compared as

@@ -1,7 +1,7 @@
-"""Distance-based record linkage (DBRL) and its variants (SPEC §2).
+"""Distance-based record linkage (DBRL) and its variants (docs/methods.md, Attacks).
 
 Each attack maps both files into a *space* where one of the engine's metrics gives the
-SPEC's score (:func:`space`), then asks the engine for the candidate sets C(a) (all records
+documented score (:func:`space`), then asks the engine for the candidate sets C(a) (all records
 at minimal score, ties within relative tolerance 1e-9). The global attack reuses the same
 spaces for its matching costs.
 
@@ -25,7 +25,8 @@ from ..engine.nearest.transforms import (
     whitening,
 )
 from ..errors import LinkriskError
-from .base import LinkContext, Outcome, register
+from ..params import Param
+from .base import KINDS, LinkContext, Outcome, register
 from .spaces import Space
 
 
@@ -106,14 +107,16 @@ def linked(ctx: LinkContext, metric: str, **kw: Any) -> Outcome:
     return ctx.nearest(sp.a, sp.b, sp.metric, **sp.kw)
 
 
-@register("dbrl", "DBRL1: squared Euclidean on attributes standardized per file")
+@register("dbrl", "DBRL1: squared Euclidean on attributes standardized per file "
+          "(categorical QIs: the dbrl_mixed distance)", kinds=KINDS)
 def dbrl(ctx: LinkContext) -> Outcome:
     """d(a,b) = Σ_j (a'_j − b'_j)², a' = (a − mean_A)/sd_A, b' = (b − mean_B)/sd_B (ddof=1).
     A constant attribute is centred instead of divided by zero."""
     return linked(ctx, "sqeuclidean")
 
 
-@register("dbrl_l1", "L1 distance on attributes standardized per file")
+@register("dbrl_l1", "L1 distance on attributes standardized per file (categorical QIs: "
+          "the dbrl_mixed distance)", kinds=KINDS, mixed=False)
 def dbrl_l1(ctx: LinkContext) -> Outcome:
     """d(a,b) = Σ_j |a'_j − b'_j| on per-file standardized values."""
     return linked(ctx, "l1")
@@ -138,7 +141,9 @@ def mahalanobis0(ctx: LinkContext) -> Outcome:
     return linked(ctx, "mahalanobis0")
 
 
-@register("kernel", "KDBRL: kernel distance, K(x,y)=(1+x.y)^d on standardized values")
+@register("kernel", "KDBRL: kernel distance, K(x,y)=(1+x.y)^d on standardized values",
+          params=(Param("d", int, 2, help="degree of the polynomial kernel, ≥ 1 (1: "
+                                           "Euclidean up to a constant)"),))
 def kernel(ctx: LinkContext, d: int = 2) -> Outcome:
     """d(a,b) = K(a,a) − 2K(a,b) + K(b,b), K(x,y) = (1 + x·y)^d on per-file standardized
     values (the squared distance in the kernel's feature space); d = 1 is Euclidean up to

@@ -1,4 +1,4 @@
-"""Global distance-based record linkage (``gdbrl``, SPEC §2).
+"""Global distance-based record linkage (``gdbrl``; docs/methods.md, ``gdbrl``).
 
 The attacker knows that the release is a one-to-one transformation of the original file
 (masking never adds or drops records), so instead of linking every record to its nearest
@@ -14,9 +14,9 @@ disclosure protection of micro aggregated business microdata", J. Official Stati
 22(4):681–710). Correct links are the fixed points of σ*: records matched to their own
 masked version. The squared Euclidean distance used by DBRL would give a different
 optimum (a sum of squares favours many medium errors over one large one), which is why the
-SPEC asks for the distance itself.
+definition uses the distance itself.
 
-Options (SPEC §2):
+Options (docs/methods.md):
 
 * ``delta=Δ`` keeps only the edges with d ≤ Δ; ``delta="owner"`` takes Δ = the largest
   distance between a record and its own masked version, the smallest threshold that keeps
@@ -66,13 +66,36 @@ from ..engine.matching.solver import (
 )
 from ..engine.nearest import NearestSets, Pairwise
 from ..errors import LinkriskError
-from .base import LinkContext, Outcome, register
-from .distance import space
+from ..params import Param
+from .base import KINDS, LinkContext, Outcome, register
+from .distance import METRICS, space
 
 
 @register("gdbrl", "global DBRL: minimum-cost perfect matching (the release is a bijection)",
-          params=("metric", "delta", "approx", "solver", "k", "k_list", "ties", "pad",
-                  "dense_max_n", "d"))
+          kinds=KINDS, params=(
+              Param("metric", str, "euclidean", choices=METRICS,
+                    help="the distance d(a, b) whose sum is minimised (euclidean: not squared, "
+                         "on per-file standardized values; categorical QIs: the mixed "
+                         "distance's square root)"),
+              Param("delta", object, type_name="number or 'owner'",
+                    help="keep only edges with d ≤ Δ; 'owner': Δ = the largest true-pair "
+                         "distance"),
+              Param("approx", str, choices=(None, "agdbrl1", "agdbrl2"),
+                    help="owner-side approximations AGDBRL¹ / AGDBRL² (use the truth)"),
+              Param("solver", str, "auto", choices=("auto", "dense", "sparse", "graph",
+                                                    "patterns"),
+                    help="dense for small files, else a certified sparse solver"),
+              Param("k", int, DEFAULT_K, help="degree of the sparse solver's candidate graph"),
+              Param("ties", str, "matching", choices=("matching", "expected"),
+                    help="score the reported matching, or every optimal matching's partners "
+                         "with the χ/|C| rule"),
+              Param("pad", bool, True, help="allow files of different sizes (dummy records at "
+                                            "a constant cost)"),
+              Param("dense_max_n", int, DENSE_MAX_N, help="largest file solver='auto' solves "
+                                                          "densely"),
+              Param("d", int, 2, help="degree of the kernel metric"),
+              Param("k_list", int, DEFAULT_K_LIST, help="length of the sparse solver's k-NN "
+                                                        "lists")))
 def gdbrl(
     ctx: LinkContext,
     metric: str = "euclidean",

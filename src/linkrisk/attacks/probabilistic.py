@@ -46,8 +46,8 @@ are LP, w ≤ ``lower_threshold`` NP. ``Outcome.extra`` reports m, u, p, the wei
 thresholds, the achieved error bounds and the number of pairs in each class (from the
 pattern counts).
 
-**Risk measure** (SPEC §2): every a is linked to its maximal-weight candidate set C(a)
-(score −w, the SPEC's tie rule), correct = χ(true(a) ∈ C(a))/|C(a)|. Since w depends only
+**Risk measure** (docs/methods.md, Conventions): every a is linked to its maximal-weight candidate set C(a)
+(score −w, the common tie rule), correct = χ(true(a) ∈ C(a))/|C(a)|. Since w depends only
 on the pattern and is additive, C(a) is found without enumerating pairs when every
 attribute's agreement raises the weight (m_j > u_j; attributes with m_j = u_j weigh
 nothing and are skipped): the best pattern of a is the maximal-weight subset S on which
@@ -76,6 +76,7 @@ from ..data import numeric_matrix
 from ..engine.nearest import RTOL, NearestSets, Tables
 from ..engine.nearest.rules import settle, splitmix_np, tie_threshold_np
 from ..errors import LinkriskError
+from ..params import Param
 from .base import LinkContext, Outcome, register
 from .categorical import MAX_CATEGORIES, shared_codes
 
@@ -639,8 +640,21 @@ def run_prl(ctx: LinkContext, q: int = 10, tol: Any = None, max_fp: float = 0.01
 
 
 @register("prl", "Fellegi-Sunter probabilistic linkage: EM-estimated m/u agreement weights",
-          kinds=("numeric", "ordinal", "nominal"),
-          params=("q", "tol", "max_fp", "max_fn", "one_to_one", "max_iter", "match_proportion"))
+          kinds=("numeric", "ordinal", "nominal"), params=(
+              Param("q", int, 10, help="numeric attributes agree when both values fall in the "
+                                       "same of q quantile bins of the attacker's file (≥ 2)"),
+              Param("tol", object, type_name="number or {column: number}",
+                    help="numeric attributes agree when |a−b| ≤ tol instead (attribute units)"),
+              Param("max_fp", float, 0.01, help="largest P(link | non-match): sets the upper "
+                                                "threshold"),
+              Param("max_fn", float, 0.01, help="largest P(non-link | match): sets the lower "
+                                                "threshold"),
+              Param("one_to_one", bool, False, help="link by a one-to-one assignment on the "
+                                                    "weights instead of each record's best set"),
+              Param("max_iter", int, 1000, help="most EM cycles"),
+              Param("match_proportion", object, "known", type_name="'known', None or number",
+                    help="share of matches among the n·n' pairs: 'known' fixes "
+                         "min(n,n')/(n·n'), None estimates it by EM, a number fixes it")))
 def prl(ctx: LinkContext, q: int = 10, tol: Any = None, max_fp: float = 0.01,
         max_fn: float = 0.01, one_to_one: bool = False, max_iter: int = 1000,
         match_proportion: Any = "known") -> Outcome:

@@ -1,4 +1,4 @@
-"""Rank-based record linkage (RBRL, Nin, Herranz & Torra 2008; SPEC §2).
+"""Rank-based record linkage (RBRL, Muralidhar & Domingo-Ferrer 2016; docs/methods.md).
 
 Each attribute is replaced by its rank, computed separately in A and in B, with average
 ranks for ties (divided by the file size when |A| ≠ |B|). Sum: Σ_j |r_aj − s_bj|;

@@ -1,4 +1,5 @@
-"""Rank-swap-specific record linkage: ``rsrl`` and ``rsrl_union`` (SPEC §2).
+"""Rank-swap-specific record linkage: ``rsrl`` and ``rsrl_union``
+(docs/methods.md, ``rsrl``).
 
 Rank swapping (Moore 1996) exchanges each value only with values whose rank in the
 original column is at most ⌊p·n/100⌋ positions away. An attacker who holds the original
@@ -36,6 +37,7 @@ from ..engine.nearest import RTOL, NearestSets
 from ..engine.nearest.kernels import pair_score
 from ..engine.nearest.rules import settle
 from ..errors import LinkriskError
+from ..params import Param
 from .base import LinkContext, Outcome, register
 from .distance import space
 
@@ -79,7 +81,7 @@ def windows(a_pos: tuple[np.ndarray, np.ndarray], b_pos: tuple[np.ndarray, np.nd
 def _restricted_dbrl(a, b, order, place, start, end, truth, rid, union, rtol, seed,
                      out_min, out_count, out_true, out_ts, out_link, out_size):
     """For each A row: the restricted set (intersection, or maximal-count records for the
-    union variant), then the DBRL candidate set inside it with the SPEC's tie rule.
+    union variant), then the DBRL candidate set inside it with the common tie rule.
     ``out_size`` = size of the restricted set (0: empty, caller falls back to DBRL)."""
     n_a, m = a.shape
     n_b = b.shape[0]
@@ -188,8 +190,12 @@ def _rank_swap_attack(ctx: LinkContext, p: float, union: bool) -> Outcome:
     return Outcome(NearestSets(out_min, out_count, out_true, out_ts, out_link), extra)
 
 
+_P = Param("p", float, 5.0, help="the swapping parameter p (% of n) or an upper bound of it: "
+                                "windows of ±⌊p·n/100⌋ original ranks")
+
+
 @register("rsrl", "rank-swap-specific RL: DBRL inside the intersection of the rank windows",
-          params=("p",))
+          params=(_P,))
 def rsrl(ctx: LinkContext, p: float = 5.0) -> Outcome:
     """RSRL (Nin, Herranz & Torra 2008): C(a) = ∩_j W_j(a) with W_j(a) the released records
     whose attribute j has original rank within ±⌊p·n/100⌋ of a_j's; |C(a)| = 1 is a
@@ -200,7 +206,7 @@ def rsrl(ctx: LinkContext, p: float = 5.0) -> Outcome:
 
 
 @register("rsrl_union", "rank-swap RL for p-distribution/p-bucket swapping: "
-          "DBRL among records in the most rank windows", params=("p",))
+          "DBRL among records in the most rank windows", params=(_P,))
 def rsrl_union(ctx: LinkContext, p: float = 5.0) -> Outcome:
     """RSRL for p-distribution and p-bucket rank swapping (Nin, Herranz & Torra 2008): each
     released record b counts #{j : b ∈ W_j(a)}; DBRL is restricted to the records of

@@ -1,6 +1,7 @@
-"""Studies: replicated experiments comparing attacks across masking methods (SPEC §4).
+"""Studies: replicated experiments comparing attacks across masking methods
+(docs/methods.md, Measures: replications).
 
-``linkrisk.study("rank-vs-distance", data_dir=...)`` (or ``linkrisk study NAME``) expands
+``linkrisk.study("rank-vs-distance")`` (or ``linkrisk study NAME``) expands
 a grid of datasets × masking methods × parameter values × attacks × QI subsets, runs R
 replications per cell in worker processes with a resumable cache, and writes a tidy
 results table, a summary (mean, std and 95 % t-interval of correct-link %), a Markdown
@@ -19,8 +20,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..data import atomic_write_text
+from ..datasets import resolve_data_dir
 from ..errors import LinkriskError
+from ..fileio import atomic_write_text
 from .config import Study, builtin_names, load_config
 from .runner import default_processes, expand, replication_seeds, run_tasks
 
@@ -71,7 +73,7 @@ def markdown(summary: pd.DataFrame, study: Study) -> str:
             out.append("| " + " | ".join([str(value), str(qi)]
                                          + [vals.get(n, "") for n in names]) + " |")
         out.append("")
-    out.append("Attacks: % of records correctly re-identified; measures as in SPEC §3. "
+    out.append("Attacks: % of records correctly re-identified; measures as in docs/methods.md. "
                "mean ± std over replications.")
     return "\n".join(out) + "\n"
 
@@ -142,8 +144,12 @@ def study(
     ``results.csv`` (tidy, one row per replication and attack/measure), ``summary.csv``
     (+ ``summary.parquet`` with pyarrow), ``summary.md``, ``index.html``, ``rates.png`` and
     ``cache/`` (completed replications: a rerun skips them). An ``out_dir`` holding another
-    study is refused unless ``force``."""
+    study is refused unless ``force``. Reference datasets are read from the files packaged
+    with linkrisk; ``data_dir`` (else ``$LINKRISK_DATA``) names a folder overriding them."""
     st = load_config(config, quick=quick)
+    # the reference files ship with linkrisk; a folder (argument or $LINKRISK_DATA) only
+    # overrides them, and a bad one is refused here, before any work
+    data_dir = resolve_data_dir(data_dir)
     if replications is not None and int(replications) < 1:
         raise LinkriskError("replications must be at least 1")
     out = Path(out_dir or f"study-{st.name}{'-quick' if quick else ''}")

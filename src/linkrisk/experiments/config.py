@@ -18,7 +18,7 @@ from ..datasets import REFERENCE
 from ..errors import LinkriskError
 from ..masking import METHODS
 
-#: measures a study can add to each replication (SPEC §3)
+#: measures a study can add to each replication (docs/methods.md, Measures)
 MEASURES = ("IL", "PIL", "ID", "DR", "Score")
 
 

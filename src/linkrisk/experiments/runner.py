@@ -2,7 +2,7 @@
 with an on-disk cache (so an interrupted study resumes where it stopped), and collect one
 tidy row per (cell, replication, attack or measure).
 
-Seeds (SPEC §4): replication r of a cell gets the r-th child of
+Seeds (docs/methods.md, Measures: replications): replication r of a cell gets the r-th child of
 ``SeedSequence([study seed, crc32(cell key)])``, so seeds are independent across cells and
 replications, reproducible from (config, seed), and do not depend on which cells run or in
 what order. Deterministic masking methods run once.
@@ -27,8 +27,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..data import atomic_write_text, read_table
 from ..errors import LinkriskError
+from ..fileio import atomic_write_text, read_input
 from .config import AttackSpec, DatasetSpec, Study
 
 #: placeholder in attack parameters for the swept masking value (e.g. rsrl's p); also
@@ -82,7 +82,7 @@ def _load(name: str, data_dir: str | None, ordered: bool, sample: int | None) ->
     from .. import datasets
 
     df = (datasets.load(name, data_dir) if name in datasets.REFERENCE
-          else read_table(Path(name)))
+          else read_input(name, data_dir))
     if sample:
         df = df.iloc[: int(sample)].reset_index(drop=True)
     if ordered:

@@ -1,4 +1,4 @@
-"""Masking (protection) methods of SPEC §1.
+"""Masking (protection) methods (definitions, parameters and references: docs/methods.md).
 
 ``mask(df, method, columns=None, seed=None, **params)`` is the entry point; ``METHODS``
 maps each method name to its :class:`MethodSpec` and ``method_params(name)`` gives its

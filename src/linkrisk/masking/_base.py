@@ -1,4 +1,4 @@
-"""Shared pieces of the masking methods: RNG and input/parameter checks.
+"""Shared pieces of the masking methods: the method spec, RNG and input/parameter checks.
 
 Every check raises :class:`~linkrisk.errors.LinkriskError` with one line saying what is
 wrong and how to fix it, so the CLI can print it as is.
@@ -6,13 +6,14 @@ wrong and how to fix it, so the CLI can print it as is.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from ..errors import LinkriskError
+from ..params import Param, as_params, coerce_param  # noqa: F401  (coerce_param: re-export)
 
 SeedLike = int | np.random.Generator | None
 
@@ -130,77 +131,7 @@ def frame_like(df: pd.DataFrame, columns: Sequence[str], values: np.ndarray,
     return out
 
 
-# ---------------------------------------------------------------- parameter coercion
-
-def _typename(t: type) -> str:
-    return {int: "an integer", float: "a number", str: "a string", bool: "true/false",
-            list: "a list of column names"}.get(t, "a value")
-
-
-def coerce_params(method: str, declared: Mapping[str, type], defaults: Mapping[str, Any],
-                  params: Mapping[str, Any]) -> dict[str, Any]:
-    """The parameters of ``method`` checked against their declared types (unknown names
-    are an error), with the defaults filled in."""
-    unknown = [k for k in params if k not in declared]
-    if unknown:
-        raise LinkriskError(
-            f"{method}: unknown parameter {', '.join(map(repr, unknown))}; "
-            f"{method} accepts {', '.join(declared) or 'no parameters'}"
-        )
-    out = dict(defaults)
-    for k, v in params.items():
-        out[k] = coerce_param(method, k, v, declared[k])
-    return out
-
-
-def coerce_param(method: str, name: str, value: Any, typ: type) -> Any:
-    """Coerce a parameter to its declared type (CLI values may arrive as strings)."""
-    if value is None or typ is object:
-        return value
-    if isinstance(value, Mapping) and typ is not list:
-        # per-column values, e.g. threshold={"age": 80, "income": 1e5}
-        return {k: coerce_param(method, f"{name}[{k!r}]", v, typ) for k, v in value.items()}
-    bad = LinkriskError(f"{method}: parameter {name} must be {_typename(typ)}, got {value!r}")
-    if typ is bool:
-        if isinstance(value, (bool, np.bool_)):
-            return bool(value)
-        if isinstance(value, str) and value.strip().lower() in ("true", "1", "yes", "false", "0", "no"):
-            return value.strip().lower() in ("true", "1", "yes")
-        raise bad
-    if typ is int:
-        if isinstance(value, (bool, np.bool_)):
-            raise bad
-        if isinstance(value, (int, np.integer)):
-            return int(value)
-        try:
-            f = float(value)
-        except (TypeError, ValueError):
-            raise bad from None
-        if not np.isfinite(f) or f != int(f):
-            raise bad
-        return int(f)
-    if typ is float:
-        if isinstance(value, (bool, np.bool_)):
-            raise bad
-        try:
-            f = float(value)
-        except (TypeError, ValueError):
-            raise bad from None
-        if np.isnan(f):
-            raise bad
-        return f
-    if typ is str:
-        if isinstance(value, str):
-            return value
-        raise bad
-    if typ is list:
-        if isinstance(value, str):
-            return [v.strip() for v in value.split(",") if v.strip()]
-        if isinstance(value, (list, tuple, pd.Index, np.ndarray)):
-            return list(value)
-        raise bad
-    return value
-
+# ---------------------------------------------------------------- parameter checks
 
 def require(method: str, name: str, value: Any, hint: str) -> None:
     if value is None:

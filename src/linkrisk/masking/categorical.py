@@ -55,7 +55,8 @@ import numpy as np
 import pandas
 
 from ..errors import LinkriskError
-from ._base import check_columns, check_no_missing, coerce_params, column_kind
+from ..params import Param, as_params, coerce_params
+from ._base import check_columns, check_no_missing, column_kind
 
 # ---------------------------------------------------------------- categories <-> codes
 
@@ -490,12 +491,32 @@ apply_global_recoding = _apply_coding("global_recoding")
 
 
 # ---------------------------------------------------------------- public category maps
-#: the parameters of the recoding methods and their types (the registry declares these)
-CODING_PARAMS: dict[str, dict[str, type]] = {
-    "top_coding": {"threshold": object, "quantile": float},
-    "bottom_coding": {"threshold": object, "quantile": float},
-    "global_recoding": {"width": float, "origin": float, "midpoint": bool, "n_groups": int,
-                        "min_frequency": float, "other_label": str},
+_THRESHOLD = "value, label or {column: value}"
+#: the parameters of the recoding methods (declared here, registered by
+#: :mod:`.registry`, and used by :func:`coding_map`)
+CODING_PARAMS: dict[str, tuple[Param, ...]] = {
+    "top_coding": (
+        Param("threshold", object, type_name=_THRESHOLD,
+              help="values above it are replaced by it (ordinal: merged into that category)"),
+        Param("quantile", float, help="threshold = this quantile of the column (inverted "
+                                      "CDF); give threshold or quantile")),
+    "bottom_coding": (
+        Param("threshold", object, type_name=_THRESHOLD,
+              help="values below it are replaced by it (ordinal: merged into that category)"),
+        Param("quantile", float, help="threshold = this quantile of the column (inverted "
+                                      "CDF); give threshold or quantile")),
+    "global_recoding": (
+        Param("width", float, help="numeric: interval width; ordinal: number of consecutive "
+                                   "categories per group"),
+        Param("origin", float, help="numeric: start of the intervals (not set: the largest "
+                                    "multiple of width not above the minimum)"),
+        Param("midpoint", bool, False, help="numeric: release interval midpoints (numbers) "
+                                            "instead of intervals"),
+        Param("n_groups", int, help="nominal: keep the n_groups−1 most frequent categories, "
+                                    "merge the rest"),
+        Param("min_frequency", float, help="nominal: merge categories with fewer records (a "
+                                           "count, or a share of n when < 1)"),
+        Param("other_label", str, "other", help="nominal: label of the merged group")),
 }
 
 
@@ -506,7 +527,9 @@ def coding_map(series: pandas.Series, method: str, **params: Any) -> dict:
     if method not in CODING_PARAMS:
         raise LinkriskError(f"no category map for {method!r}: use top_coding, bottom_coding "
                             "or global_recoding")
-    params = coerce_params(method, CODING_PARAMS[method], {}, params)
+    declared = as_params(CODING_PARAMS[method])
+    defaults = {k: p.default for k, p in declared.items() if p.default is not None}
+    params = {**defaults, **coerce_params(method, declared, params)}
     if series.isna().any():
         raise LinkriskError(f"{method}: column {series.name!r} contains missing values")
     return _recoding(series, method, params).mapping(series)

@@ -19,7 +19,7 @@
   microaggregation-based k-anonymity"): MDAV with k, then Laplace noise on every centroid
   attribute j with scale m·Δ_j/(k·ε), Δ_j the range (max − min) of attribute j, m the number
   of masked attributes (ε split evenly over them). All records of a group get the same noisy
-  centroid. (The paper uses an insensitive microaggregation; the SPEC prescribes MDAV.)
+  centroid. (The paper uses an insensitive microaggregation; linkrisk uses MDAV.)
 
 Strength parameter: ``k`` (2/3 mild … 20+ strong); for ``micdp`` also ``epsilon`` (large
 mild … small strong).

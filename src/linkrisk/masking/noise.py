@@ -82,7 +82,7 @@ def apply_multiplicative_noise(df: pd.DataFrame, columns: list[str], rng: np.ran
                                b: float | None = None) -> pd.DataFrame:
     if b is None:
         raise LinkriskError("multiplicative_noise needs b (factors ~ U(1-b, 1+b), e.g. b=0.1)")
-    # b = 1 (factors ~ U(0, 2)) is the strongest level of the published grids (SPEC §1,
+    # b = 1 (factors ~ U(0, 2)) is the strongest level of the published grids (docs/methods.md,
     # Nin et al. 2008); a zero factor has probability 2⁻⁵³
     if not (0 < b <= 1):
         raise LinkriskError(

@@ -14,7 +14,7 @@ within each attribute among records of close rank.
   travel further than ⌊p·n/100⌋, which defeats rank-interval (RSRL) attacks.
 * ``rank_swap_pbuckets`` (same paper, p-buckets): sorted values split into p equal buckets
   B_1..B_p; a value in B_r picks a bucket B_s with probability ∝ 2^−|s−r| among the buckets
-  that hold a free partner (renormalized; the SPEC leaves empty buckets open), then a free
+  that hold a free partner (renormalized; the paper leaves empty buckets open), then a free
   partner uniformly in B_s (l > i when s = r). p is a number of buckets: fewer is stronger.
 * ``rank_shuffle`` (Nin, Herranz & Torra 2008, rank shuffling): sort; randomly permute the
   values in a window of q consecutive positions; shift the window by s (1 ≤ s ≤ q, default

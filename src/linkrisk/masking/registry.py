@@ -1,21 +1,23 @@
-"""The masking-method registry and ``mask()``, the single entry point (SPEC §1)."""
+"""The masking-method registry and ``mask()``, the single entry point.
+
+Every method and its parameters are described in docs/methods.md (generated tables)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 
 from ..errors import LinkriskError
+from ..params import Param, as_params, coerce_params
 from . import categorical, ipso, microaggregation, noise, rankswap
 from ._base import (
     SeedLike,
     as_rng,
     check_columns,
     check_frame,
-    coerce_params,
     default_columns,
 )
 
@@ -25,22 +27,31 @@ class MethodSpec:
     """A registered masking method.
 
     ``apply(df, columns, rng, **params)`` returns the masked columns (a DataFrame with
-    ``df``'s index); ``params`` maps each accepted parameter to its type (``list`` means a
-    list of column names, ``object`` a value checked by the method itself); ``defaults`` are
-    filled in before ``apply`` runs (a missing key means the parameter has no default).
+    ``df``'s index); ``params`` declares each accepted parameter as a
+    :class:`~linkrisk.params.Param` (name, type, default, description; given as a sequence
+    of Params, or as a legacy ``{name: type}`` mapping) and is stored as ``{name: Param}``.
+    ``list`` means a list of column names, ``object`` a value checked by the method itself.
+    Declared defaults are filled in before ``apply`` runs (:attr:`defaults`).
     ``strength`` names the parameter a study sweeps from mild to strong masking.
-    Calling the spec is ``mask(df, name, ...)``.
+    Calling the spec is ``mask(df, name, ...)``. Definitions: docs/methods.md.
     """
 
     name: str
     apply: Callable[..., pd.DataFrame]
-    params: Mapping[str, type]
-    defaults: Mapping[str, Any] = field(default_factory=dict)
+    params: Mapping[str, Param] | Sequence[Param]
     kind: str = "numeric"            # "numeric" or "categorical"
     columns_rule: str = "numeric"    # one of COLUMN_RULES
     deterministic: bool = False
     strength: str = ""
     summary: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "params", as_params(self.params))
+
+    @property
+    def defaults(self) -> dict[str, Any]:
+        """Declared defaults that are set (not ``None``): filled in before ``apply``."""
+        return {k: p.default for k, p in self.params.items() if p.default is not None}
 
     @property
     def doc(self) -> str:
@@ -54,53 +65,89 @@ class MethodSpec:
         return mask(df, self.name, columns=columns, seed=seed, **params)
 
 
+_CONF = Param("confidential", list, required=True,
+               help="the confidential attributes the QIs are regressed on (never masked)")
+_P_PCT = "% of n: partners at most ⌊p·n/100⌋ rank positions apart, in (0, 100]"
+
 _SPECS = [
-    MethodSpec("noise", noise.apply_noise, {"a": float, "percent": float},
-               strength="a", summary="independent additive Gaussian noise, std a·σ_j"),
-    MethodSpec("correlated_noise", noise.apply_correlated_noise, {"a": float},
-               strength="a", summary="additive Gaussian noise with covariance a·Σ"),
-    MethodSpec("multiplicative_noise", noise.apply_multiplicative_noise, {"b": float},
-               strength="b", summary="multiplicative noise, factors ~ U(1−b, 1+b)"),
-    MethodSpec("rank_swap", rankswap.apply_rank_swap, {"p": float},
-               strength="p", summary="rank swapping within p% of n rank positions (Moore 1996)"),
-    MethodSpec("rank_swap_pdist", rankswap.apply_rank_swap_pdist, {"p": float},
-               strength="p", summary="p-distribution rank swapping (Nin et al. 2008)"),
-    MethodSpec("rank_swap_pbuckets", rankswap.apply_rank_swap_pbuckets, {"p": int},
-               strength="p (fewer buckets is stronger)",
-               summary="p-buckets rank swapping (Nin et al. 2008)"),
-    MethodSpec("rank_shuffle", rankswap.apply_rank_shuffle, {"q": int, "s": int},
-               strength="q", summary="rank shuffling in windows of q, shift s (Nin et al. 2008)"),
-    MethodSpec("microaggregation_ir", microaggregation.apply_microaggregation_ir, {"k": int},
-               deterministic=True, strength="k",
-               summary="individual-ranking microaggregation (Defays & Nanopoulos 1993)"),
-    MethodSpec("mdav", microaggregation.apply_mdav, {"k": int}, deterministic=True,
-               strength="k", summary="MDAV multivariate microaggregation"),
-    MethodSpec("micdp", microaggregation.apply_micdp, {"k": int, "epsilon": float},
-               strength="epsilon (smaller is stronger) and k",
-               summary="MDAV + Laplace noise for ε-differential privacy"),
-    MethodSpec("ipso", ipso.apply_ipso, {"variant": str, "confidential": list},
-               strength="variant", summary="IPSO synthetic QIs from a regression on "
-               "confidential attributes (Burridge 2003)"),
-    MethodSpec("data_shuffle", ipso.apply_data_shuffle, {"confidential": list},
-               summary="data shuffling: original values reordered by IPSO-C ranks"),
-    MethodSpec("pram", categorical.apply_pram,
-               {"pd": float, "alpha": float, "matrix": object, "strata": list},
-               defaults={"pd": 0.8, "alpha": 0.5}, kind="categorical",
-               columns_rule="categorical", strength="pd (smaller is stronger)",
-               summary="post-randomization (invariant PRAM by default)"),
+    MethodSpec("noise", noise.apply_noise, (
+        Param("a", float, help="noise std as a fraction of each attribute's std (0.1 = 10 %); "
+                               "give a or percent"),
+        Param("percent", float, help="the same in percent, percent = 100·a (sdcMicro's "
+                                     "noise=)")),
+        strength="a", summary="independent additive Gaussian noise, std a·σ_j"),
+    MethodSpec("correlated_noise", noise.apply_correlated_noise, (
+        Param("a", float, required=True, help="noise covariance a·Σ (Σ the covariance of "
+                                              "the masked attributes)"),),
+        strength="a", summary="additive Gaussian noise with covariance a·Σ"),
+    MethodSpec("multiplicative_noise", noise.apply_multiplicative_noise, (
+        Param("b", float, required=True, help="factors drawn from U(1−b, 1+b), 0 < b ≤ 1"),),
+        strength="b", summary="multiplicative noise, factors ~ U(1−b, 1+b)"),
+    MethodSpec("rank_swap", rankswap.apply_rank_swap, (
+        Param("p", float, required=True, help=f"swap range in {_P_PCT}"),),
+        strength="p", summary="rank swapping within p% of n rank positions (Moore 1996)"),
+    MethodSpec("rank_swap_pdist", rankswap.apply_rank_swap_pdist, (
+        Param("p", float, required=True, help="scale of the random swap distance, % of n, "
+                                              "in (0, 100]"),),
+        strength="p", summary="p-distribution rank swapping (Nin et al. 2008)"),
+    MethodSpec("rank_swap_pbuckets", rankswap.apply_rank_swap_pbuckets, (
+        Param("p", int, required=True, help="number of buckets, 1..n (fewer is stronger)"),),
+        strength="p (fewer buckets is stronger)",
+        summary="p-buckets rank swapping (Nin et al. 2008)"),
+    MethodSpec("rank_shuffle", rankswap.apply_rank_shuffle, (
+        Param("q", int, required=True, help="window length, 2..n"),
+        Param("s", int, help="shift of the window, 1..q (not set: q, disjoint windows)")),
+        strength="q", summary="rank shuffling in windows of q, shift s (Nin et al. 2008)"),
+    MethodSpec("microaggregation_ir", microaggregation.apply_microaggregation_ir, (
+        Param("k", int, required=True, help="group size, 1..n (the last group takes the "
+                                            "remainder)"),),
+        deterministic=True, strength="k",
+        summary="individual-ranking microaggregation (Defays & Nanopoulos 1993)"),
+    MethodSpec("mdav", microaggregation.apply_mdav, (
+        Param("k", int, required=True, help="minimum group size, 1..n (groups of k..2k−1)"),),
+        deterministic=True, strength="k",
+        summary="MDAV multivariate microaggregation (Domingo-Ferrer & Mateo-Sanz 2002)"),
+    MethodSpec("micdp", microaggregation.apply_micdp, (
+        Param("k", int, required=True, help="minimum group size of the MDAV step"),
+        Param("epsilon", float, required=True, help="privacy budget ε > 0, split evenly over "
+                                                    "the attributes")),
+        strength="epsilon (smaller is stronger) and k",
+        summary="MDAV + Laplace noise for ε-differential privacy (Soria-Comas et al. 2014)"),
+    MethodSpec("ipso", ipso.apply_ipso, (
+        Param("variant", str, required=True, choices=("A", "B", "C"),
+              help="A: fitted values; B: + noise; C: + noise with the residual covariance "
+                   "preserved exactly"),
+        _CONF),
+        strength="variant", summary="IPSO synthetic QIs from a regression on "
+        "confidential attributes (Burridge 2003)"),
+    MethodSpec("data_shuffle", ipso.apply_data_shuffle, (_CONF,),
+               summary="data shuffling: original values reordered by IPSO-C ranks "
+                       "(Muralidhar & Sarathy 2006)"),
+    MethodSpec("pram", categorical.apply_pram, (
+        Param("pd", float, 0.8, help="lower bound of the diagonal: p_cc ~ U(pd, 1), in [0, 1]"),
+        Param("alpha", float, 0.5, help="the matrix used is α·R + (1−α)·I, in [0, 1]"),
+        Param("matrix", object, type_name="matrix",
+              help="a transition matrix to use instead of invariant PRAM (DataFrame by "
+                   "category, L×L array, or {column: matrix})"),
+        Param("strata", list, help="run PRAM separately within each combination of these "
+                                   "columns")),
+        kind="categorical", columns_rule="categorical", strength="pd (smaller is stronger)",
+        summary="post-randomization (invariant PRAM by default, as sdcMicro)"),
     MethodSpec("top_coding", categorical.apply_top_coding,
-               categorical.CODING_PARAMS["top_coding"], kind="categorical",
-               columns_rule="ordered", deterministic=True, strength="quantile",
+               categorical.CODING_PARAMS["top_coding"],
+               kind="categorical", columns_rule="ordered", deterministic=True,
+               strength="quantile",
                summary="values above a threshold set to it (numeric / ordinal)"),
     MethodSpec("bottom_coding", categorical.apply_bottom_coding,
-               categorical.CODING_PARAMS["bottom_coding"], kind="categorical",
-               columns_rule="ordered", deterministic=True, strength="quantile",
+               categorical.CODING_PARAMS["bottom_coding"],
+               kind="categorical", columns_rule="ordered", deterministic=True,
+               strength="quantile",
                summary="values below a threshold set to it (numeric / ordinal)"),
     MethodSpec("global_recoding", categorical.apply_global_recoding,
                categorical.CODING_PARAMS["global_recoding"],
                kind="categorical", columns_rule="any", deterministic=True,
                strength="width (ordinal/numeric), n_groups or min_frequency (nominal)",
-               summary="merge categories / intervals into coarser groups"),
+        summary="merge categories / intervals into coarser groups"),
 ]
 
 #: method name -> MethodSpec (callable as ``METHODS[name](df, columns=, seed=, **params)``)
@@ -117,14 +164,29 @@ def _spec(method: str) -> MethodSpec:
 
 
 def method_params(name: str) -> dict[str, type]:
-    """Accepted parameters of masking method ``name`` and their types (``list``: a list of
-    column names, ``object``: a value the method checks itself, e.g. a threshold that may be
-    a number or a category label)."""
-    return dict(_spec(name).params)
+    """Accepted parameters of masking method ``name`` and their types.
+
+    Parameters
+    ----------
+    name : str
+        A registered masking method.
+
+    Returns
+    -------
+    dict
+        Parameter name → type (``list``: a list of column names, ``object``: a value the
+        method checks itself, e.g. a threshold that may be a number or a category label).
+        The full declarations (defaults, descriptions) are ``METHODS[name].params``;
+        docs/methods.md lists them.
+    """
+    return {k: p.type for k, p in _spec(name).params.items()}
 
 
 def _coerce_params(spec: MethodSpec, params: Mapping[str, Any]) -> dict[str, Any]:
-    return coerce_params(spec.name, spec.params, spec.defaults, params)
+    """The values ``apply`` is called with: checked and coerced against the declaration by
+    :func:`linkrisk.params.coerce_params` (shared with the attacks), defaults filled in."""
+    out = coerce_params(spec.name, spec.params, params)
+    return {**spec.defaults, **out}
 
 
 def mask(df: pd.DataFrame, method: str, columns: Sequence[str] | None = None,

@@ -1,4 +1,4 @@
-"""Risk, utility and score measures of a release (SPEC §3)."""
+"""Risk, utility and score measures of a release (docs/methods.md, Measures)."""
 
 from .risk import disclosure_risk, interval_disclosure, per_record_risk, score, worst_case
 from .utility import InformationLoss, information_loss, pil

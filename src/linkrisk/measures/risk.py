@@ -1,4 +1,4 @@
-"""Disclosure-risk measures and the combined score (SPEC §3).
+"""Disclosure-risk measures and the combined score (docs/methods.md, Measures).
 
 * DLD / PLD / RSLD: the rates (in %) of the ``dbrl``, ``prl`` and ``rsrl`` attacks.
 * ID, interval disclosure: Domingo-Ferrer, Mateo-Sanz & Torra (2001), "Comparing SDC methods

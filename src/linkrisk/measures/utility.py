@@ -1,4 +1,4 @@
-"""Information loss of a masked numeric file (SPEC §3).
+"""Information loss of a masked numeric file (docs/methods.md, Measures).
 
 * IL1–IL5 and IL: Domingo-Ferrer & Torra (2001), "A quantitative comparison of disclosure
   control methods for microdata", in *Confidentiality, Disclosure and Data Access*.

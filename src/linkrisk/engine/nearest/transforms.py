@@ -15,7 +15,7 @@ BLOCK_ROWS = 65536
 
 
 def standardize(x: np.ndarray, *, inplace: bool = False) -> np.ndarray:
-    """(x − mean) / std per column, std with ddof=1 (SPEC §2, DBRL1).
+    """(x − mean) / std per column, std with ddof=1 (DBRL1, docs/methods.md).
 
     A constant column carries no information for linkage; it is centred (all zeros)
     instead of divided by zero. ``inplace``: overwrite ``x`` (C-contiguous float64) instead
@@ -42,7 +42,7 @@ def _target(x: np.ndarray, inplace: bool) -> np.ndarray:
 
 def average_ranks(x: np.ndarray, *, normalize: bool = False, inplace: bool = False
                   ) -> np.ndarray:
-    """Ranks 1..n per column with ties given their average rank (SPEC §2, RBRL).
+    """Ranks 1..n per column with ties given their average rank (RBRL, docs/methods.md).
 
     ``normalize`` divides by the number of rows, for files of different sizes. Ranked one
     column at a time (scipy's axis= path holds several n × m temporaries); ``inplace``
