@@ -131,3 +131,12 @@ def test_the_checker_sees_a_cycle():
     g = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert cycles(g) == [["a", "b", "c"]]
     assert "linkrisk.engine.nearest.rules" in import_graph()["linkrisk.engine.nearest.kernels"]
+
+
+def test_attack_registry_order():
+    """The registry's order (docs, ``linkrisk methods``, "all") does not depend on how the
+    attack modules import each other: dbrl and its variants first, as before."""
+    from linkrisk.attacks import ATTACKS
+
+    assert list(ATTACKS)[:8] == ["dbrl", "dbrl_l1", "dbrl2", "mahalanobis", "mahalanobis0",
+                                 "kernel", "dbrl_mixed", "dbrl_hamming"]

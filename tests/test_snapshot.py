@@ -34,7 +34,7 @@ def test_plan_matches_stored_entries():
 @pytest.mark.parametrize("case", [
     pytest.param(c, marks=[pytest.mark.slow] if c == "synthetic20k" else [])
     for c, _, _ in PLAN])
-def test_snapshot(case, data_dir):
+def test_snapshot(case):
     (build, runs), = [(b, r) for c, b, r in PLAN if c == case]
     x, y = build()
     diffs = []

@@ -12,7 +12,13 @@ import pandas as pd
 from ..data import attribute_kinds, parse_columns, select_qi, truth_from_ids
 from ..engine.nearest import DEFAULT_MEMORY_BUDGET, Progress
 from ..errors import LinkriskError
-from . import categorical, distance, globalmatch, probabilistic, rank, rankswap  # noqa: F401  (registers the attacks)
+
+# the import order is the registry's order (docs, ``linkrisk methods``, "all"): dbrl and its
+# variants first
+from . import distance  # noqa: F401  (registers the attacks)
+
+# isort: split
+from . import categorical, globalmatch, probabilistic, rank, rankswap  # noqa: F401
 from .base import ATTACKS, AttackResult, LinkContext, Outcome
 
 DIRECTIONS = {
