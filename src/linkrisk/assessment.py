@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import time
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -12,10 +13,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .attacks import make_context, resolve_methods, run_attack
+from .attacks import make_context, resolve_methods, run_attack, truth_description, why_not
 from .attacks.base import AttackResult, _plain
 from .engine.nearest import DEFAULT_MEMORY_BUDGET, Progress
-from .errors import LinkriskError
+from .errors import LinkriskError, LinkriskWarning
 from .measures import (
     disclosure_risk,
     information_loss,
@@ -50,6 +51,17 @@ class Assessment:
     settings: dict[str, Any]
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def max_risk(self) -> float | None:
+        """The acceptable worst case in % given to :func:`assess` (None: not set)."""
+        return self.settings.get("max_risk")
+
+    @property
+    def exceeds(self) -> bool:
+        """Whether the worst case exceeds ``max_risk`` (False when it is not set)."""
+        return self.max_risk is not None and 100.0 * self.worst.rate > self.max_risk
 
     @property
     def worst(self) -> AttackResult:
@@ -66,19 +78,28 @@ class Assessment:
                 "records_at_risk": {f"max_risk>={t}": int((self.records["max_risk"] >= t).sum())
                                     for t in (0.5, 1.0)},
                 "settings": {k: _plain(v) for k, v in self.settings.items()},
-                "notes": list(self.notes), "seconds": round(self.seconds, 3)}
+                "exceeds_max_risk": self.exceeds if self.max_risk is not None else None,
+                "notes": list(self.notes), "warnings": list(self.warnings),
+                "seconds": round(self.seconds, 3)}
 
-    def to_html(self, title: str | None = None) -> str:
-        """A self-contained HTML report (see :mod:`linkrisk.report`)."""
+    def to_html(self, title: str | None = None, *, include_records: bool = False,
+                inputs: Sequence[Mapping[str, Any]] | None = None,
+                command: str | None = None) -> str:
+        """A self-contained HTML report (see :mod:`linkrisk.report`). Record values are
+        left out unless ``include_records`` (the report then carries a banner);
+        ``inputs``: ``[{"role", "name", "sha256"}]`` of the files; ``command``: the command
+        that reproduces the run."""
         from .report import render_html
 
-        return render_html(self, title=title)
+        return render_html(self, title=title, include_records=include_records,
+                           inputs=inputs, command=command)
 
 
-def applicable_attacks(kinds: Mapping[str, str], n_a: int, n_b: int,
-                       rank_swap_p: float | None = None,
-                       global_max_n: int = GLOBAL_MAX_N) -> list[str]:
-    """The attacks ``attacks="all"`` runs for QIs of these kinds and these file sizes."""
+def default_attacks(kinds: Mapping[str, str], rank_swap_p: float | None = None) -> list[str]:
+    """The attacks ``attacks="all"`` considers for QIs of these kinds: the numeric family
+    (with the rank-swap attacks when ``rank_swap_p`` is given), the mixed or the categorical
+    one, and the global attack. :func:`linkrisk.attacks.why_not` then removes those that
+    cannot run on the files (each is listed as skipped with the reason)."""
     vals = set(kinds.values())
     if vals == {"numeric"}:
         names = list(NUMERIC_ATTACKS)
@@ -88,8 +109,16 @@ def applicable_attacks(kinds: Mapping[str, str], n_a: int, n_b: int,
         names = list(MIXED_ATTACKS)
     else:
         names = list(CATEGORICAL_ATTACKS)
-    if n_a == n_b and n_a <= global_max_n:
-        names.append("gdbrl")
+    return names + ["gdbrl"]
+
+
+def applicable_attacks(kinds: Mapping[str, str], n_a: int, n_b: int,
+                       rank_swap_p: float | None = None,
+                       global_max_n: int = GLOBAL_MAX_N) -> list[str]:
+    """The attacks ``attacks="all"`` runs for QIs of these kinds and these file sizes."""
+    names = default_attacks(kinds, rank_swap_p)
+    if not (n_a == n_b and n_a <= global_max_n):
+        names.remove("gdbrl")
     return names
 
 
@@ -109,18 +138,23 @@ def assess(
     rank_swap_p: float | None = None,
     params: Mapping[str, Mapping[str, Any]] | None = None,
     global_max_n: int = GLOBAL_MAX_N,
-    memory_budget: int = DEFAULT_MEMORY_BUDGET,
+    memory_budget: int | str = DEFAULT_MEMORY_BUDGET,
     seed: int = 0,
     progress: Callable[[str], Progress | None] | None = None,
+    assume_row_order: bool = False,
+    max_risk: float | None = None,
 ) -> Assessment:
     """Run the attacks and measures a data owner needs before releasing ``masked``.
 
     ``attacks``: ``"all"`` (every attack applicable to the QI kinds: distance, rank,
     Mahalanobis, kernel, probabilistic, the global attack when the files have equal sizes
     up to ``global_max_n`` records, and the rank-swap attacks when ``rank_swap_p`` is
-    given) or a list of names. ``params``: per-attack parameters, e.g.
-    ``{"prl": {"q": 20}}``. ``progress(label)`` returns a ``(done, total)`` callback for
-    each attack (or None).
+    given; the others are listed in ``skipped`` with the reason) or a list of names (each
+    must apply to the files). ``params``: per-attack parameters, e.g. ``{"prl": {"q":
+    20}}``. ``progress(label)`` returns a ``(done, total)`` callback for each attack (or
+    None). ``assume_row_order``: skip the check that row order is a plausible truth when no
+    ``ids`` are given (:func:`linkrisk.truth.row_order_check`). ``max_risk``: the
+    acceptable worst case in % (sets the verdict bands, see :attr:`Assessment.exceeds`).
 
     Measures (docs/methods.md, Measures), for numeric QIs with records in the same order: DLD (dbrl rate, %),
     PLD (prl), RSLD (rsrl), ID (interval disclosure), IL (Domingo-Ferrer & Torra 2001) and
@@ -128,14 +162,24 @@ def assess(
     (RSLD+DLD+PLD)/6 + 0.5·ID), Score = (IL + DR)/2. Per-record risk: each record's best
     attack probability of re-identification and the share of attacks that link it."""
     t0 = time.perf_counter()
-    ctx, direction = make_context(original, masked, qi, ids=ids, kinds=kinds,
-                                  memory_budget=memory_budget, seed=seed)
-    if rank_swap_p is not None and not 0 < float(rank_swap_p) <= 100:
+    if max_risk is not None and not (isinstance(max_risk, (int, float))
+                                     and 0 < float(max_risk) <= 100):
+        raise LinkriskError(f"max_risk must be a percentage in (0, 100], got {max_risk!r}")
+    if rank_swap_p is not None and not (isinstance(rank_swap_p, (int, float))
+                                        and 0 < float(rank_swap_p) <= 100):
         raise LinkriskError(f"rank_swap_p must be in (0, 100], got {rank_swap_p}")
-    if isinstance(attacks, str) and attacks == "all":
-        names = applicable_attacks(ctx.kinds, ctx.n_a, ctx.n_b, rank_swap_p, global_max_n)
-    else:
-        names = resolve_methods(attacks)
+    explicit = not (isinstance(attacks, str) and attacks == "all")
+    names = resolve_methods(attacks) if explicit else []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", LinkriskWarning)
+        ctx, direction = make_context(original, masked, qi, ids=ids, kinds=kinds,
+                                      memory_budget=memory_budget, seed=seed,
+                                      assume_row_order=assume_row_order, screen_qi=True)
+    warned = [str(w.message) for w in caught if issubclass(w.category, LinkriskWarning)]
+    for w in caught:
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    if not explicit:
+        names = default_attacks(ctx.kinds, rank_swap_p)
     params = {k: dict(v) for k, v in (params or {}).items()}
     unknown = [k for k in params if k not in names]
     if unknown:
@@ -150,9 +194,25 @@ def assess(
     if "gdbrl" in names and "metric" not in params.get("gdbrl", {}):
         params.setdefault("gdbrl", {})["metric"] = _global_metric(ctx.kinds)
 
-    results: dict[str, AttackResult] = {}
+    # every attack's applicability is checked before any runs
     skipped: dict[str, str] = {}
     for name in names:
+        why = why_not(ctx, name, params.get(name))
+        if why is None and name == "gdbrl" and not explicit:
+            if ctx.n_a != ctx.n_b:
+                why = (f"files of unequal size ({ctx.n_a:,} and {ctx.n_b:,}): the global "
+                       "attack would pad the smaller one; ask for it by name to run it")
+            elif ctx.n_a > global_max_n:
+                why = (f"files above {global_max_n:,} records (the global attack takes "
+                       "minutes there); ask for it by name (--method gdbrl) to run it")
+        if why is not None:
+            if explicit:
+                raise LinkriskError(f"{name} cannot run on these files: {why}")
+            skipped[name] = why
+    runnable = [n for n in names if n not in skipped]
+
+    results: dict[str, AttackResult] = {}
+    for name in runnable:
         ctx.progress = progress(name) if progress is not None else None
         try:
             results[name] = run_attack(ctx, name, direction, **params.get(name, {}))
@@ -163,23 +223,24 @@ def assess(
         raise LinkriskError("no attack could run: " + "; ".join(f"{k}: {v}"
                                                                for k, v in skipped.items()))
 
-    measures, notes = _measures(original, masked, ctx.qi, ctx.kinds, ids, results)
+    measures, notes = _measures(original, masked, ctx.qi, ctx.kinds, ids, results,
+                                ctx.truth)
     per = per_record_risk(results)
     records = pd.concat([per, ctx.a_df.reset_index(drop=True).set_axis(per.index)], axis=1)
     settings = {"qi": list(ctx.qi), "kinds": dict(ctx.kinds), "direction": direction,
                 "n_attacker": ctx.n_a, "n_released": ctx.n_b,
-                "truth": "id columns " + ", ".join(ids) if isinstance(ids, (list, tuple))
-                else f"id column {ids}" if ids else "row order",
+                "truth": truth_description(ctx, ids),
                 "attacks": names, "params": params, "rank_swap_p": rank_swap_p,
-                "memory_budget": memory_budget, "seed": seed,
+                "memory_budget": int(ctx.memory_budget), "seed": int(ctx.seed),
+                "max_risk": None if max_risk is None else float(max_risk),
                 "linkrisk": _version(), "date": _dt.datetime.now().isoformat(timespec="seconds")}
     return Assessment(results, skipped, measures, records, settings,
-                      time.perf_counter() - t0, notes)
+                      time.perf_counter() - t0, notes, warned)
 
 
 def _measures(original: pd.DataFrame, masked: pd.DataFrame, qi: list[str],
-              kinds: Mapping[str, str], ids: Any, results: Mapping[str, AttackResult]
-              ) -> tuple[dict[str, Any], list[str]]:
+              kinds: Mapping[str, str], ids: Any, results: Mapping[str, AttackResult],
+              truth: np.ndarray | None = None) -> tuple[dict[str, Any], list[str]]:
     rate = {k: 100.0 * r.rate for k, r in results.items()}
     out: dict[str, Any] = {"worst_case_%": max(rate.values())}
     for key, name in (("DLD", "dbrl"), ("PLD", "prl"), ("RSLD", "rsrl")):
@@ -190,9 +251,13 @@ def _measures(original: pd.DataFrame, masked: pd.DataFrame, qi: list[str],
         notes.append("information loss, interval disclosure, DR and Score are defined for "
                      "numeric attributes only (docs/methods.md, Measures); not computed")
         return out, notes
-    if ids is not None or len(original) != len(masked):
-        notes.append("IL, PIL and ID compare records one to one in file order; not computed "
-                     "for files of different sizes or linked by id columns")
+    if ids is not None and truth is not None and len(original) == len(masked) and (
+            np.sort(truth) == np.arange(len(masked))).all():
+        masked = masked.iloc[truth].reset_index(drop=True)  # released records in A's order
+        original = original.reset_index(drop=True)
+    elif ids is not None or len(original) != len(masked):
+        notes.append("IL, PIL and ID compare records one to one; not computed because the "
+                     "files have different sizes or the id columns do not pair every record")
         return out, notes
     il = information_loss(original, masked, qi)
     out.update({k: v for k, v in il.to_dict().items() if k != "skipped"})

@@ -1,12 +1,33 @@
-"""Command-line interface: a thin layer over the public API (``linkrisk --help``)."""
+"""Command-line interface: a thin layer over the public API (``linkrisk --help``).
+
+Conventions shared by every command:
+
+- exit codes: 0 success; 2 a problem with the input or the options (one ``error:`` line
+  on stderr, no traceback, no output file touched); 3 ``assess --max-risk`` exceeded;
+  130 interrupted (Ctrl-C: one line, temporary files removed, no partial output);
+- ``--method/-m`` names the attack(s) (``attack``, ``assess``) or the masking method
+  (``mask``); ``--json`` prints the results as JSON on stdout instead of the table
+  (``attack``, ``assess``, ``demo``); files are written with ``-o/--output`` (and
+  ``--per-record``), atomically, never over an existing file without ``--force``; every
+  output path is checked before any computation;
+- warnings (columns left out of the default QIs, codes read as categories …) are one
+  ``warning:`` line each on stderr; progress goes to stderr, as a bar at a terminal and
+  as a plain line every few seconds otherwise.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import importlib
 import json
-import re
+import os
+import secrets
+import shlex
 import signal
 import sys
+import time
 import warnings
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
@@ -19,79 +40,165 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, Ti
 from rich.table import Table
 
 from . import datasets as ds
-from .attacks import ATTACKS, attack_params, make_context, resolve_methods, run_attack
+from .attacks import (
+    ATTACKS,
+    attack_params,
+    make_context,
+    resolve_methods,
+    run_attack,
+    truth_description,
+    why_not,
+)
 from .data import parse_columns, parse_kinds
-from .errors import LinkriskError
-from .fileio import atomic_write_text, check_output, input_label, read_inputs, write_table
+from .errors import LinkriskError, LinkriskWarning
+from .fileio import atomic_write_text, input_label, read_inputs, write_table
+from .fileio import check_output as check_table_output
+from .options import check_seed, parse_percent, parse_size
+from .options import parse_params as parse_params  # noqa: PLC0414  (re-exported)
+from .options import parse_value as parse_value  # noqa: PLC0414
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  rich_markup_mode=None,
                   help="linkrisk: how many records of a masked (anonymized) file can an "
                        "attacker re-identify by record linkage?")
-out = Console()
-err = Console(stderr=True)
+out = Console(highlight=False)
+err = Console(stderr=True, highlight=False)
 INPUT_HELP = ("data file (CSV, Parquet, Stata .dta, SPSS .sav, SAS .sas7bdat/.xpt), a built-in "
               "dataset name (census, eia, …), or - for CSV on stdin")
 
 
-def parse_size(text: str) -> int:
-    """'512MiB', '1.5GB', '2G' or a number of bytes."""
-    m = re.fullmatch(r"\s*([0-9.]+)\s*([kKmMgGtT]?)(i?[bB]?)\s*", text)
-    if not m:
-        raise LinkriskError(f"cannot read memory size {text!r}; write e.g. 512MiB or 2GiB")
-    num = float(m.group(1))
-    unit = m.group(2).upper()
-    base = 1024 if m.group(3).lower().startswith("i") or not m.group(3) else 1000
-    return int(num * base ** " KMGT".index(unit or " "))
 
-
-def parse_value(v: str) -> Any:
-    """CLI parameter value: int, float, bool, None, comma list of those, else the string."""
-    if "," in v:
-        return [parse_value(x) for x in v.split(",") if x != ""]
-    low = v.lower()
-    if low in ("true", "false"):
-        return low == "true"
-    if low in ("none", "null"):
-        return None
-    for cast in (int, float):
+def _exception_classes(name: str) -> tuple[type, ...]:
+    """click's exception class ``name`` as typer raises it: typer ≥ 0.2x vendors click
+    (``typer._click``, with Exit/Abort in ``typer``), older typer uses click itself."""
+    found: list[type] = []
+    for mod in ("typer", "typer.exceptions", "typer._click.exceptions", "click.exceptions"):
         try:
-            return cast(v)
-        except ValueError:
-            pass
-    return v
+            cls = getattr(importlib.import_module(mod), name, None)
+        except ImportError:
+            continue
+        if isinstance(cls, type) and cls not in found:
+            found.append(cls)
+    return tuple(found)
 
 
-def parse_params(items: list[str] | None) -> dict[str, Any]:
-    params: dict[str, Any] = {}
-    for item in items or []:
-        if "=" not in item:
-            raise LinkriskError(f"--param expects name=value, got {item!r}")
-        k, v = item.split("=", 1)
-        params[k.strip()] = parse_value(v.strip())
-    return params
+_ABORT = _exception_classes("Abort")
+_EXIT = _exception_classes("Exit")
+_USAGE = _exception_classes("ClickException")
+#: the arguments of this run (for the report's "command to reproduce")
+_ARGV: list[str] | None = None
+#: seconds between plain progress lines when stderr is not a terminal
+PLAIN_EVERY = 5.0
+
+
+class Interrupted(Exception):
+    """Ctrl-C (SIGINT) or SIGTERM: raised by our signal handler so that click does not
+    turn it into its own "Aborted!" and every ``finally`` (temporary files) still runs."""
+
+
+def _version(value: bool) -> None:
+    if value:
+        from . import __version__
+
+        print(f"linkrisk {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                                help="print the version and exit")] = False
+          ) -> None:
+    """linkrisk: how many records of a masked (anonymized) file can an attacker
+    re-identify by record linkage?"""
+
+
+# ------------------------------------------------------------------ helpers
+def check_output(path: str | Path | None, force: bool, what: str = "output") -> None:
+    """Refuse an output path before any computation: an existing file without
+    ``--force``, a directory, or a missing parent directory."""
+    if path is None or str(path) == "-":
+        return
+    path = Path(path)
+    if path.is_dir():
+        raise LinkriskError(f"{what} {path} is a directory; give a file name")
+    if path.exists() and not force:
+        raise LinkriskError(f"{path} exists; pass --force to overwrite it")
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise LinkriskError(f"cannot write {what} {path}: directory {parent} does not exist")
+    if not os.access(parent, os.W_OK):
+        raise LinkriskError(f"cannot write {what} {path}: directory {parent} is not writable")
+
+
+def sha256(path: str | Path) -> str | None:
+    """SHA-256 of a file's bytes (None for stdin or a non-file)."""
+    try:
+        h = hashlib.sha256()
+        with open(path, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                h.update(chunk)
+        return h.hexdigest()
+    except OSError:
+        return None
+
+
+def _not_a_file(spec: str) -> str:
+    return "— (standard input)" if str(spec) == "-" else "— (built-in dataset)"
+
+
+def command_line() -> str:
+    """The command that reproduces this run."""
+    args = _ARGV if _ARGV is not None else sys.argv[1:]
+    return shlex.join(["linkrisk", *args])
+
+
+def merge_kinds(kinds: str | None, nominal: str | None) -> dict[str, str]:
+    """``--kinds a=ordinal,b=numeric`` plus the ``--nominal c,d`` shorthand."""
+    k = parse_kinds(kinds)
+    for c in parse_columns(nominal) or []:
+        if k.get(c, "nominal") != "nominal":
+            raise LinkriskError(f"{c!r} is given two kinds (--kinds {c}={k[c]} and --nominal)")
+        k[c] = "nominal"
+    return k
 
 
 @contextmanager
-def progress_bar(enabled: bool = True):
-    """A rich progress bar on stderr; yields a factory of ``(done, total)`` callbacks."""
+def progress_bar(enabled: bool = True) -> Iterator[Callable[[str], Callable[[int, int], None]]]:
+    """Yields a factory ``make(label)`` of ``(done, total)`` callbacks on stderr: a rich bar
+    at a terminal, else one plain line every :data:`PLAIN_EVERY` seconds per task."""
     if not enabled:
-        yield lambda label: None
+        yield lambda label: (lambda done, total: None)
         return
-    with Progress(TextColumn("[bold]{task.description}"), BarColumn(),
-                  TextColumn("{task.completed:,}/{task.total:,} records"),
-                  TimeElapsedColumn(), TimeRemainingColumn(), console=err,
-                  transient=True) as prog:
-        def make(label: str):
-            task = prog.add_task(label, total=None)
+    if not err.is_terminal:
+        def make_plain(label: str) -> Callable[[int, int], None]:
+            t0 = time.monotonic()
+            last = [t0]
 
             def cb(done: int, total: int) -> None:
-                prog.update(task, completed=done, total=total)
+                now = time.monotonic()
+                if now - last[0] >= PLAIN_EVERY and total:
+                    last[0] = now
+                    err.print(f"{escape(label)}: {done:,}/{total:,} records "
+                              f"({100 * done / total:.0f} %), {now - t0:.0f} s", soft_wrap=True)
+            return cb
+        yield make_plain
+        return
+    with Progress(TextColumn("[bold]{task.description}"), BarColumn(),
+                  TextColumn("{task.fields[count]}"),
+                  TimeElapsedColumn(), TimeRemainingColumn(), console=err,
+                  transient=True) as prog:
+        def make(label: str) -> Callable[[int, int], None]:
+            task = prog.add_task(escape(label), total=None, count="")
+
+            def cb(done: int, total: int) -> None:
+                prog.update(task, completed=done, total=total,
+                            count=f"{done:,}/{total:,} records" if total else "")
             return cb
         yield make
 
 
 def rate_table(results: list[dict[str, Any]], title: str) -> Table:
-    t = Table(title=title, title_justify="left")
+    t = Table(title=escape(title), title_justify="left")
     for col, just in (("attack", "left"), ("records", "right"), ("correct links", "right"),
                       ("re-identified", "right"), ("seconds", "right")):
         t.add_column(col, justify=just)
@@ -101,115 +208,209 @@ def rate_table(results: list[dict[str, Any]], title: str) -> Table:
     return t
 
 
+def say_skipped(skipped: dict[str, str]) -> None:
+    for name, why in skipped.items():
+        err.print(f"[yellow]not run[/] {escape(name)}: {escape(why)}", soft_wrap=True)
+
+
+# ------------------------------------------------------------------ commands
+QI_HELP = ("QI columns a,b,c (default: every common column except id-like, weight-like and "
+           "unchanged ones)")
+IDS_HELP = ("id column(s) in both files that pair the records (default: row order, "
+            "checked first)")
+KINDS_HELP = "kind overrides: col=numeric|ordinal|nominal,..."
+NOMINAL_HELP = "columns to read as nominal categories: a,b (shorthand for --kinds a=nominal)"
+ROW_ORDER_HELP = ("trust that row i of the release is the masked row i of the original "
+                  "(skip the check)")
+
+
 @app.command()
 def attack(
     original: Annotated[str, typer.Argument(help=INPUT_HELP)],
     masked: Annotated[str, typer.Argument(help="released (masked) file, same forms")],
     method: Annotated[str, typer.Option("--method", "-m",
-                                        help="attack(s), comma-separated, or 'all'")] = "dbrl",
-    qi: Annotated[str | None, typer.Option(help="QI columns a,b,c (default: all common)")] = None,
-    ids: Annotated[str | None, typer.Option(help="id column(s) defining the truth "
-                                                 "(default: row order)")] = None,
-    kinds: Annotated[str | None, typer.Option(help="kind overrides: col=ordinal,col2=nominal")] = None,
+                                        help="attack(s) a,b,c, or 'all' (every attack that "
+                                             "applies to the files)")] = "dbrl",
+    qi: Annotated[str | None, typer.Option(help=QI_HELP)] = None,
+    ids: Annotated[str | None, typer.Option(help=IDS_HELP)] = None,
+    kinds: Annotated[str | None, typer.Option(help=KINDS_HELP)] = None,
+    nominal: Annotated[str | None, typer.Option(help=NOMINAL_HELP)] = None,
     direction: Annotated[str, typer.Option(help="original->masked or masked->original")] = "original->masked",
     param: Annotated[list[str] | None, typer.Option("--param", "-p",
                                                     help="attack parameter name=value")] = None,
-    memory: Annotated[str, typer.Option(help="engine working-memory budget")] = "512MiB",
-    seed: Annotated[int, typer.Option(help="seed for tie breaking of reported links")] = 0,
-    as_json: Annotated[bool, typer.Option("--json", help="print a JSON list instead of a table")] = False,
+    memory: Annotated[str, typer.Option(help="engine working-memory budget, e.g. 512MiB")] = "512MiB",
+    seed: Annotated[int, typer.Option(help="seed for tie breaking of reported links (>= 0)")] = 0,
+    as_json: Annotated[bool, typer.Option("--json", help="print the results as JSON on stdout "
+                                                         "instead of the table")] = False,
     per_record: Annotated[Path | None, typer.Option(help="write per-record outcomes (CSV) here")] = None,
-    force: Annotated[bool, typer.Option(help="overwrite --per-record output")] = False,
+    force: Annotated[bool, typer.Option("--force", help="overwrite --per-record output")] = False,
+    assume_row_order: Annotated[bool, typer.Option("--assume-row-order", help=ROW_ORDER_HELP)] = False,
     backend: Annotated[str, typer.Option(help="local, or dask: nearest-set attacks run "
                                               "block-wise on a Dask cluster")] = "local",
     scheduler: Annotated[str | None, typer.Option(help="Dask scheduler address "
                                                        "(default: a local cluster)")] = None,
 ) -> None:
     """Link MASKED back to ORIGINAL and count correct links for each attack."""
+    from .assessment import GLOBAL_MAX_N
+
+    everything = method.strip() == "all"
     methods = resolve_methods(method)
     params = parse_params(param)
     accepted = {m: attack_params(m) for m in methods}
     unused = [k for k in params if not any(k in acc for acc in accepted.values())]
     if unused:
         raise LinkriskError(f"no chosen attack takes parameter {unused[0]!r}")
-    if per_record is not None and per_record.exists() and not force:
-        raise LinkriskError(f"{per_record} exists; pass --force to overwrite it")
+    budget = parse_size(memory)
+    seed = check_seed(seed)
+    k = merge_kinds(kinds, nominal)
+    check_output(per_record, force, "--per-record file")
     a, b = read_inputs(original, masked)
-    results = []
-    frames = []
-    with progress_bar(sys.stderr.isatty() and not as_json) as bar:
-        ctx, direction = make_context(a, b, qi, ids=ids, kinds=parse_kinds(kinds),
-                                      direction=direction, memory_budget=parse_size(memory),
-                                      seed=seed, backend=backend, scheduler=scheduler)
-        if backend == "dask" and scheduler is None:  # one local cluster for all attacks
-            from .engine.nearest.distributed import client_for
+    ctx, direction = make_context(a, b, qi, ids=ids, kinds=k, direction=direction,
+                                  memory_budget=budget, seed=seed, backend=backend,
+                                  scheduler=scheduler, assume_row_order=assume_row_order,
+                                  screen_qi=True)
+    skipped: dict[str, str] = {}
+    for mth in methods:  # every attack's applicability before any runs
+        mine = {p: v for p, v in params.items() if p in accepted[mth]}
+        why = why_not(ctx, mth, mine)
+        if why is None and everything and mth == "gdbrl" and max(ctx.n_a, ctx.n_b) > GLOBAL_MAX_N:
+            why = (f"files above {GLOBAL_MAX_N:,} records (the global attack takes minutes "
+                   "there); ask for it by name (--method gdbrl) to run it")
+        if why is not None:
+            if not everything:
+                raise LinkriskError(f"{mth} cannot run on these files: {why}")
+            skipped[mth] = why
+    if everything and len(skipped) == len(methods):
+        raise LinkriskError("no attack applies to these files: "
+                            + "; ".join(f"{k}: {v}" for k, v in skipped.items()))
+    if backend == "dask" and scheduler is None:  # one local cluster for all attacks
+        from .engine.nearest.distributed import client_for
 
-            ctx.scheduler, _ = client_for(None)
+        ctx.scheduler, _ = client_for(None)
+    results, frames, failed = [], [], {}
+    with progress_bar() as bar:
         for mth in methods:
+            if mth in skipped:
+                continue
             ctx.progress = bar(mth)
-            mine = {k: v for k, v in params.items() if k in accepted[mth]}
-            res = run_attack(ctx, mth, direction, **mine)
+            mine = {p: v for p, v in params.items() if p in accepted[mth]}
+            try:
+                res = run_attack(ctx, mth, direction, **mine)
+            except LinkriskError as exc:
+                failed[mth] = str(exc)
+                continue
             results.append(res.to_dict())
             frames.append(res.per_record.add_prefix(f"{mth}_"))
-    if per_record is not None:
+    if everything:
+        skipped.update(failed)
+        failed = {}
+    if per_record is not None and frames:
         atomic_write_text(per_record, pd.concat(frames, axis=1).to_csv(), force=force)
     if as_json:
         print(json.dumps(results, indent=2))
-    else:
+    elif results:
         out.print(rate_table(results, f"{input_label(original)} → {input_label(masked)}: "
                                       f"{len(ctx.qi)} QIs, "
                                       f"{direction}"))
+        out.print(f"QIs used: {escape(', '.join(map(str, ctx.qi)))}", soft_wrap=True)
+        out.print(f"truth: {escape(truth_description(ctx, ids))}", soft_wrap=True)
+    say_skipped(skipped)
+    if failed:
+        name, why = next(iter(failed.items()))
+        raise LinkriskError(f"{name}: {why}" + (f" (and {len(failed) - 1} more attacks failed)"
+                                                 if len(failed) > 1 else ""))
 
 
 @app.command("assess")
 def assess_cmd(
     original: Annotated[str, typer.Argument(help=INPUT_HELP)],
     masked: Annotated[str, typer.Argument(help="released (masked) file, same forms")],
-    qi: Annotated[str | None, typer.Option(help="QI columns a,b,c (default: all common)")] = None,
-    attacks: Annotated[str, typer.Option(help="attacks a,b,c or 'all' (every applicable)")] = "all",
-    ids: Annotated[str | None, typer.Option(help="id column(s) defining the truth")] = None,
-    kinds: Annotated[str | None, typer.Option(help="kind overrides: col=ordinal,...")] = None,
+    method: Annotated[str | None, typer.Option("--method", "-m",
+                                               help="attacks a,b,c, or 'all' (default: every "
+                                                    "attack that applies)")] = None,
+    attacks: Annotated[str | None, typer.Option("--attacks", hidden=True)] = None,
+    qi: Annotated[str | None, typer.Option(help=QI_HELP)] = None,
+    ids: Annotated[str | None, typer.Option(help=IDS_HELP)] = None,
+    kinds: Annotated[str | None, typer.Option(help=KINDS_HELP)] = None,
+    nominal: Annotated[str | None, typer.Option(help=NOMINAL_HELP)] = None,
     rank_swap_p: Annotated[float | None, typer.Option(
         help="the release was rank swapped with this p (or at most): adds rsrl, rsrl_union")] = None,
+    max_risk: Annotated[str | None, typer.Option(
+        help="acceptable worst case, e.g. 5%: sets the verdict bands; exit code 3 when "
+             "the worst case exceeds it")] = None,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="write the HTML report here")] = None,
-    json_out: Annotated[Path | None, typer.Option("--json", help="write the results as JSON here")] = None,
-    memory: Annotated[str, typer.Option(help="engine working-memory budget")] = "512MiB",
-    seed: Annotated[int, typer.Option(help="seed for tie breaking of reported links")] = 0,
-    force: Annotated[bool, typer.Option(help="overwrite the report / JSON files")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="print the results as JSON on stdout "
+                                                         "instead of the table")] = False,
+    include_records: Annotated[bool, typer.Option(
+        "--include-records", help="put the QI values of the most exposed records in the "
+                                  "report (it then carries a confidentiality banner)")] = False,
+    assume_row_order: Annotated[bool, typer.Option("--assume-row-order", help=ROW_ORDER_HELP)] = False,
+    memory: Annotated[str, typer.Option(help="engine working-memory budget, e.g. 512MiB")] = "512MiB",
+    seed: Annotated[int, typer.Option(help="seed for tie breaking of reported links (>= 0)")] = 0,
+    force: Annotated[bool, typer.Option("--force", help="overwrite the report")] = False,
 ) -> None:
     """Run every applicable attack and the risk/utility measures; print a verdict and write
-    an HTML report (-o) and JSON (--json)."""
+    an HTML report (-o)."""
     from .assessment import assess, records_at_risk
 
-    for path in (output, json_out):
-        if path is not None and path.exists() and not force:
-            raise LinkriskError(f"{path} exists; pass --force to overwrite it")
+    if method is not None and attacks is not None and method != attacks:
+        raise LinkriskError("give the attacks once, with --method")
+    chosen = method or attacks or "all"
+    if chosen.strip() != "all":
+        resolve_methods(chosen)
+    limit = None if max_risk is None else parse_percent(max_risk)
+    budget = parse_size(memory)
+    seed = check_seed(seed)
+    k = merge_kinds(kinds, nominal)
+    check_output(output, force, "report")
     a, b = read_inputs(original, masked)
-    with progress_bar(sys.stderr.isatty()) as bar:
-        res = assess(a, b, qi, attacks, ids=parse_columns(ids), kinds=parse_kinds(kinds),
-                     rank_swap_p=rank_swap_p, memory_budget=parse_size(memory), seed=seed,
-                     progress=bar)
+    with progress_bar() as bar:
+        res = assess(a, b, qi, "all" if chosen.strip() == "all" else chosen,
+                     ids=parse_columns(ids), kinds=k, rank_swap_p=rank_swap_p,
+                     memory_budget=budget, seed=seed, progress=bar,
+                     assume_row_order=assume_row_order, max_risk=limit)
     if output is not None:
-        atomic_write_text(output, res.to_html(f"{input_label(masked)}: disclosure-risk report"),
+        inputs = [{"role": role, "name": str(p), "sha256": sha256(p) or _not_a_file(p)}
+                  for role, p in (("original", original), ("released", masked))]
+        atomic_write_text(output, res.to_html(f"{input_label(masked)}: disclosure-risk report",
+                                              include_records=include_records,
+                                              inputs=inputs, command=command_line()),
                           force=force)
-        err.print(f"wrote {output}")
-    if json_out is not None:
-        atomic_write_text(json_out, json.dumps(res.to_dict(), indent=2), force=force)
-        err.print(f"wrote {json_out}")
-    out.print(rate_table([r.to_dict() for r in sorted(res.results.values(), key=lambda r: -r.rate)],
-                         f"{input_label(original)} → {input_label(masked)}: "
-                         f"{len(res.settings['qi'])} QIs"))
-    for name, why in res.skipped.items():
-        out.print(f"[yellow]not run[/] {name}: {why}", highlight=False)
-    m = res.measures
-    shown = [f"{k} {m[k]:.2f}" for k in ("IL", "PIL", "ID", "DR", "Score") if k in m]
-    if shown:
-        out.print("measures: " + ", ".join(shown))
+        err.print(f"wrote {escape(str(output))}" + (" (with record values: confidential)"
+                                                    if include_records else ""), soft_wrap=True)
     w = res.worst
-    top = records_at_risk(res.records, 1)
-    out.print(f"Worst case: [bold]{w.method}[/] re-identifies {100 * w.rate:.2f} % of the "
-              f"records ({w.correct_links:,.1f} of {w.n:,}); "
-              f"{int((res.records['max_risk'] >= 1).sum()):,} records are linked with certainty"
-              + (f"; most exposed: record {top.index[0]}." if len(top) else "."))
+    pct = 100 * w.rate
+    if as_json:
+        d = res.to_dict()
+        d["inputs"] = [{"role": role, "name": str(p), "sha256": sha256(p)}
+                       for role, p in (("original", original), ("released", masked))]
+        d["command"] = command_line()
+        print(json.dumps(d, indent=2))
+    else:
+        out.print(rate_table([r.to_dict() for r in sorted(res.results.values(),
+                                                          key=lambda r: -r.rate)],
+                             f"{input_label(original)} → {input_label(masked)}: "
+                             f"{len(res.settings['qi'])} QIs"))
+        m = res.measures
+        shown = [f"{k} {m[k]:.2f}{'' if k == 'Score' else ' %'}"
+                 for k in ("IL", "PIL", "ID", "DR", "Score") if k in m]
+        if shown:
+            out.print("measures: " + ", ".join(shown))
+        top = records_at_risk(res.records, 1)
+        out.print(f"QIs used: {escape(', '.join(map(str, res.settings['qi'])))}", soft_wrap=True)
+        out.print(f"Worst case: [bold]{escape(w.method)}[/] re-identifies {pct:.2f} % of the "
+                  f"records ({w.correct_links:,.2f} of {w.n:,}); "
+                  f"{int((res.records['max_risk'] >= 1).sum()):,} records are linked with "
+                  "certainty" + (f"; most exposed: record {top.index[0]}" if len(top) else "")
+                  + f". Truth: {escape(res.settings['truth'])}.", soft_wrap=True)
+    say_skipped(res.skipped)
+    if limit is not None:
+        if res.exceeds:
+            err.print(f"[bold red]above the limit:[/] worst case {pct:.2f} % > --max-risk "
+                      f"{limit:g} %", soft_wrap=True)
+            raise typer.Exit(3)
+        err.print(f"within the limit: worst case {pct:.2f} % ≤ --max-risk {limit:g} %",
+                  soft_wrap=True)
 
 
 @app.command("study")
@@ -225,72 +426,113 @@ def study_cmd(
     replications: Annotated[int | None, typer.Option(help="replications of random masking "
                                                           "(default: the config's)")] = None,
     processes: Annotated[int | None, typer.Option(help="worker processes (default 2)")] = None,
-    quick: Annotated[bool, typer.Option(help="the config's reduced [quick] grid")] = False,
-    force: Annotated[bool, typer.Option(help="use an output folder holding another study")] = False,
+    quick: Annotated[bool, typer.Option("--quick", help="the config's reduced [quick] grid")] = False,
+    force: Annotated[bool, typer.Option("--force", help="use an output folder holding another "
+                                                        "study")] = False,
 ) -> None:
     """Run a replicated study (grid of datasets × masking × parameters × attacks); resumes
     from the cache in its output folder."""
     from .experiments import study
 
-    with progress_bar(sys.stderr.isatty()) as bar:
+    if output is not None and output.exists() and not output.is_dir():
+        raise LinkriskError(f"{output} is a file; the study writes a folder")
+    if output is not None and not output.parent.is_dir():
+        raise LinkriskError(f"cannot create {output}: directory {output.parent} does not exist")
+    with progress_bar() as bar:
         res = study(config, data_dir=data_dir, out_dir=output, replications=replications,
                     processes=processes, quick=quick, force=force,
                     progress=bar(f"study {config}"))
     err.print(f"{res.tasks:,} replications ({res.cached:,} from the cache); wrote "
-              + ", ".join(str(f) for f in res.files))
+              + ", ".join(escape(str(f)) for f in res.files), soft_wrap=True)
     att = res.summary[res.summary["kind"] == "attack"]
     best = att.sort_values("mean", ascending=False).head(10)
-    t = Table(title=f"study {res.study.name}: strongest attacks (mean % re-identified)",
+    t = Table(title=escape(f"study {res.study.name}: strongest attacks (mean % re-identified)"),
               title_justify="left")
     for c in ("dataset", "masking", "value", "QIs", "attack", "mean %", "95 % interval", "R"):
         t.add_column(c, justify="right" if c in ("mean %", "95 % interval", "R") else "left")
     for _, r in best.iterrows():
-        t.add_row(str(r["dataset"]), str(r["masking"]), f"{r['param']}={r['value']}",
-                  str(r["qi"]), str(r["name"]), f"{r['mean']:.2f}",
-                  f"{r['ci_low']:.2f} – {r['ci_high']:.2f}", str(r["n"]))
+        lo, hi = (min(max(float(r[c]), 0.0), 100.0) for c in ("ci_low", "ci_high"))
+        t.add_row(escape(str(r["dataset"])), escape(str(r["masking"])),
+                  escape(f"{r['param']}={_value(r['value'])}"),
+                  escape(str(r["qi"])), escape(str(r["name"])), f"{r['mean']:.2f}",
+                  f"{lo:.2f} – {hi:.2f}", str(r["n"]))
     out.print(t)
+
+
+def _value(v: Any) -> str:
+    """A swept parameter value as written in a config: 10, not 10.0."""
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return str(v)
 
 
 @app.command("mask")
 def mask_cmd(
     input: Annotated[str, typer.Argument(help=INPUT_HELP)],
-    method: Annotated[str, typer.Option("--method", "-m", help="masking method")],
+    method: Annotated[str, typer.Option("--method", "-m", help="masking method "
+                                                               "(linkrisk methods)")],
     output: Annotated[str, typer.Option("--output", "-o", help="where to write the release "
                                         "(format by suffix: .csv[.gz], .parquet, .dta, .sav, "
                                         ".xpt; - for CSV on stdout)")],
     param: Annotated[list[str] | None, typer.Option("--param", "-p",
                                                     help="method parameter name=value")] = None,
     columns: Annotated[str | None, typer.Option(help="columns to mask (default: all numeric)")] = None,
-    seed: Annotated[int | None, typer.Option(help="random seed")] = None,
-    force: Annotated[bool, typer.Option(help="overwrite OUTPUT")] = False,
+    seed: Annotated[int | None, typer.Option(help="random seed (>= 0; default: a fresh one, "
+                                                  "printed)")] = None,
+    force: Annotated[bool, typer.Option("--force", help="overwrite OUTPUT")] = False,
 ) -> None:
     """Mask INPUT with a protection method and write the release to OUTPUT."""
-    from .masking import mask
+    from .masking import METHODS, mask
 
-    check_output(output, force, table=True)
+    if method not in METHODS:
+        raise LinkriskError(f"unknown masking method {method!r}; choose from {', '.join(METHODS)}")
+    params = parse_params(param)
+    if seed is None:
+        seed = secrets.randbelow(2**31)
+        err.print(f"seed {seed} (pass --seed {seed} to repeat this release)")
+    seed = check_seed(seed)
+    check_output(output, force, "release")
+    check_table_output(output, force, table=True)
     (df,) = read_inputs(input)
-    res = mask(df, method, columns=parse_columns(columns), seed=seed, **parse_params(param))
+    res = mask(df, method, columns=parse_columns(columns), seed=seed, **params)
+    same = [c for c in res.columns if c in df.columns and _same(df[c], res[c])]
+    if len(same) == res.shape[1]:
+        warnings.warn(f"the release equals the input on every column ({len(res):,} record"
+                      f"{'s' if len(res) != 1 else ''}): nothing was masked", LinkriskWarning,
+                      stacklevel=1)
     write_table(res, output, force=force, like=df)
-    err.print(f"wrote {'stdout' if output == '-' else output} ({len(res):,} records, "
-              f"method {method})")
+    err.print(f"wrote {'stdout' if output == '-' else escape(str(output))} ({len(res):,} record{'s' if len(res) != 1 else ''}, "
+              f"method {method}, seed {seed})", soft_wrap=True)
+
+
+def _same(a: pd.Series, b: pd.Series) -> bool:
+    try:
+        return bool(((a.to_numpy() == b.to_numpy()) | (a.isna().to_numpy()
+                                                        & b.isna().to_numpy())).all())
+    except (TypeError, ValueError):
+        return False
 
 
 @app.command()
 def demo(
     n: Annotated[int, typer.Option(help="records in the synthetic file")] = 2000,
     m: Annotated[int, typer.Option(help="attributes")] = 8,
-    seed: Annotated[int, typer.Option(help="seed of data and masking")] = 0,
-    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+    seed: Annotated[int, typer.Option(help="seed of data and masking (>= 0)")] = 0,
+    as_json: Annotated[bool, typer.Option("--json", help="print the results as JSON on stdout "
+                                                         "instead of the table")] = False,
 ) -> None:
     """Mask a built-in synthetic file a few ways and attack each release (no files needed)."""
     from .masking import mask
 
+    seed = check_seed(seed)
+    if n < 10 or m < 1:
+        raise LinkriskError("the demo needs --n ≥ 10 records and --m ≥ 1 attributes")
     orig = ds.synthetic(n, m, seed=seed)
     releases = [("noise", {"a": 0.25}), ("noise", {"a": 1.0}), ("rank_swap", {"p": 5}),
                 ("microaggregation_ir", {"k": 5}), ("mdav", {"k": 3})]
     attacks = ["dbrl", "mahalanobis", "rbrl_sum", "rbrl_max"]
     rows = []
-    with progress_bar(sys.stderr.isatty() and not as_json) as bar:
+    with progress_bar() as bar:
         for i, (meth, prm) in enumerate(releases):
             rel = mask(orig, meth, seed=seed + 1 + i, **prm)
             ctx, direction = make_context(orig, rel, seed=seed)
@@ -309,11 +551,11 @@ def demo(
     for att in attacks:
         t.add_column(att, justify="right")
     for label in dict.fromkeys(r["masking"] for r in rows):
-        t.add_row(label, *[f"{100 * r['rate']:.1f}" for r in rows if r["masking"] == label])
+        t.add_row(escape(label), *[f"{100 * r['rate']:.1f}" for r in rows if r["masking"] == label])
     out.print(t)
     worst = max(rows, key=lambda r: r["rate"])
     out.print(f"Worst case: {worst['attack']} re-identifies {100 * worst['rate']:.1f} % of the "
-              f"records released with {worst['masking']}.")
+              f"records released with {escape(worst['masking'])}.")
 
 
 @app.command()
@@ -387,30 +629,68 @@ def _found(name: str, d: Path) -> bool:
     return True
 
 
-def _on_sigterm(signum: int, frame: Any) -> None:
-    """SIGTERM unwinds like an exception, so that temporary output files are removed."""
-    raise SystemExit(128 + signum)
+# ------------------------------------------------------------------ entry point
+def _fail(msg: str, code: int) -> None:
+    err.print(f"[bold red]error:[/] {escape(msg)}", soft_wrap=True)
+    sys.exit(code)
 
 
-def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
-    """Warnings (e.g. how a file was read) as one line on stderr, not Python's two."""
-    err.print(f"[yellow]warning:[/] {escape(str(message))}", highlight=False, soft_wrap=True)
+@contextmanager
+def _signals_and_warnings() -> Iterator[None]:
+    """SIGINT/SIGTERM raise :class:`Interrupted`; warnings become ``warning:`` lines."""
+    def on_signal(signum: int, frame: Any) -> None:
+        raise Interrupted(signal.Signals(signum).name)
 
+    def show(message: Any, category: type, filename: str, lineno: int, file: Any = None,
+             line: Any = None) -> None:
+        err.print(f"[yellow]warning:[/] {escape(str(message))}", soft_wrap=True)
 
-def main() -> None:
-    """Entry point: user errors become one line on stderr and exit code 2 (usage errors are
-    reported by click the same way); anything else is a bug and keeps its traceback."""
-    signal.signal(signal.SIGTERM, _on_sigterm)
-    warnings.showwarning = _show_warning
+    old = {}
+    for s in (signal.SIGINT, signal.SIGTERM):
+        try:
+            old[s] = signal.signal(s, on_signal)
+        except ValueError:  # not the main thread (embedded use): leave signals alone
+            pass
+    old_show = warnings.showwarning
+    warnings.showwarning = show
     try:
-        app()
-    except LinkriskError as exc:
-        err.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
-        sys.exit(2)
-    except MemoryError:
-        err.print("[bold red]error:[/] out of memory; lower --memory or link fewer records",
-                  soft_wrap=True)
-        sys.exit(1)
+        with warnings.catch_warnings():
+            warnings.showwarning = show
+            warnings.simplefilter("always", LinkriskWarning)
+            yield
+    finally:
+        warnings.showwarning = old_show
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: user errors become one ``error:`` line on stderr and exit code 2
+    (usage errors are reported by click the same way); Ctrl-C/SIGTERM exit 130 with one
+    line; anything else is a bug and keeps its traceback."""
+    global _ARGV
+    _ARGV = list(sys.argv[1:] if argv is None else argv)
+    with _signals_and_warnings():
+        try:
+            rv = app(args=_ARGV, prog_name="linkrisk", standalone_mode=False)
+        except LinkriskError as exc:
+            _fail(str(exc), 2)
+        except (Interrupted, KeyboardInterrupt, *_ABORT) as exc:
+            term = isinstance(exc, Interrupted) and str(exc) == "SIGTERM"
+            _fail(f"{'terminated' if term else 'interrupted'}; no output was written",
+                  143 if term else 130)
+        except _EXIT as exc:
+            sys.exit(exc.exit_code)
+        except _USAGE as exc:  # usage errors: one line (the help when no argument at all)
+            if type(exc).__name__ == "NoArgsIsHelpError":
+                exc.show()
+                sys.exit(exc.exit_code)
+            ctx = getattr(exc, "ctx", None)
+            where = f" (see {ctx.command_path} --help)" if ctx is not None else ""
+            _fail(exc.format_message() + where, exc.exit_code)
+        except MemoryError:
+            _fail("out of memory; lower --memory or link fewer records", 1)
+    sys.exit(rv if isinstance(rv, int) else 0)
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ B. Attribute kinds are ``numeric``, ``ordinal`` (ordered categories) and ``nomin
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -28,16 +29,84 @@ def parse_columns(spec: str | Sequence[str] | None) -> list[str] | None:
     return cols or None
 
 
+#: names that mark an identifier (household id, record key …) or a survey weight; the
+#: default QI set of assess and the CLI leaves such columns out (heuristics: docs/methods.md,
+#: "Truth check and default QIs")
+_ID_NAME = re.compile(r"(^|[_\-. ])(id|hid|pid|uid|key|serial|recno)$|^(id|key)([_\-. ]|$)",
+                      re.IGNORECASE)
+_ID_SUFFIX = re.compile(r"(^|[a-z0-9])ID$|^[A-Z0-9_.]+ID$")  # personID, UTILITYID
+_WEIGHT_NAME = re.compile(r"weight|wgt|wght|(^|[_\-. ])(wt|pw|fw)($|[_\-. ])", re.IGNORECASE)
+#: an integer-valued column with at most this many distinct values (and at most half as
+#: many as records) is read as coded categories, not as a number
+CODED_MAX_LEVELS = 20
+
+
+def _qi_arg(spec: object, what: str) -> list[str] | None:
+    if spec is None or isinstance(spec, str):
+        return parse_columns(spec)
+    if isinstance(spec, Sequence) and all(isinstance(c, str) for c in spec):
+        return parse_columns(spec)
+    raise LinkriskError(f"{what} must be a column name, 'a,b,c' or a list of column names, "
+                        f"got {spec!r}")
+
+
+def id_like(s: pd.Series, name: str) -> bool:
+    """Whether column ``name`` looks like a record identifier: its name ends in id/key/…
+    (``ori_hid``, ``UTILITYID``, ``person_id``), or its values are unique per record and are
+    text, or integers that count records (strictly increasing, or n consecutive values)."""
+    if _ID_NAME.search(str(name)) or _ID_SUFFIX.search(str(name)):
+        return True
+    n = len(s)
+    if n < 10 or s.isna().any() or s.nunique() != n:
+        return False
+    if not pd.api.types.is_numeric_dtype(s) or pd.api.types.is_bool_dtype(s):
+        return True
+    v = s.to_numpy(dtype=np.float64)
+    if not np.all(np.isfinite(v)) or not np.all(v == np.round(v)):
+        return False
+    return bool(np.all(np.diff(v) > 0) or v.max() - v.min() == n - 1)
+
+
+def weight_like(name: str) -> bool:
+    """Whether column ``name`` is named like a survey weight (weight, wgt, AFNLWGT, …)."""
+    return bool(_WEIGHT_NAME.search(str(name)))
+
+
+def unchanged_in_release(a: pd.Series, b: pd.Series, truth: np.ndarray | None) -> bool:
+    """Whether the release carries the column unchanged: every record's released value
+    equals its original value under ``truth`` (row of B for each row of A, −1 = none)."""
+    if truth is None:
+        return False
+    ok = truth >= 0
+    if not ok.any():
+        return False
+    va = a.to_numpy()[ok]
+    vb = b.to_numpy()[truth[ok]]
+    try:
+        same = (va == vb) | (pd.isna(va) & pd.isna(vb))
+    except (TypeError, ValueError):
+        return False
+    return bool(np.all(same))
+
+
 def select_qi(
     original: pd.DataFrame,
     masked: pd.DataFrame,
     qi: str | Sequence[str] | None = None,
     ids: str | Sequence[str] | None = None,
+    *,
+    truth: np.ndarray | None = None,
+    notes: list[str] | None = None,
+    screen: bool = False,
 ) -> list[str]:
     """The QI columns: those named, or (default) every column common to both files except
-    the id columns. Raises when a named column is missing from either file."""
-    id_cols = parse_columns(ids) or []
-    cols = parse_columns(qi)
+    the id columns. With ``screen`` (the data owner's paths: ``assess`` and the CLI) the
+    default also leaves out id-like columns (:func:`id_like`), weight-like columns
+    (:func:`weight_like`) and columns the release carries unchanged under ``truth``
+    (:func:`unchanged_in_release`), each named in ``notes`` (the caller shows them as
+    warnings). Raises when a named column is missing from either file."""
+    id_cols = _qi_arg(ids, "ids") or []
+    cols = _qi_arg(qi, "qi")
     if cols is None:
         cols = [c for c in original.columns if c in set(masked.columns) and c not in id_cols]
         if not cols:
@@ -45,7 +114,33 @@ def select_qi(
                 "the two files have no column in common; name the QI columns with --qi "
                 "(files must use the same column names)"
             )
-        return cols
+        if not screen:
+            return cols
+        idl = [c for c in cols if id_like(original[c], c)]
+        wts = [c for c in cols if c not in idl and weight_like(c)]
+        rest = [c for c in cols if c not in idl and c not in wts]
+        same = [c for c in rest if unchanged_in_release(original[c], masked[c], truth)]
+        if rest and len(same) == len(rest):
+            if notes is not None:
+                notes.append("the release equals the original on every QI "
+                             f"({', '.join(map(str, same))}): nothing was masked")
+            same = []
+        kept = [c for c in rest if c not in same]
+        if not kept:
+            raise LinkriskError(
+                "every common column looks like an identifier or a weight "
+                f"({', '.join(map(str, idl + wts))}); name the quasi-identifiers with --qi")
+        if notes is not None:
+            for what, names, why in (
+                    ("id-like", idl, "unique per record or named like an identifier"),
+                    ("weight-like", wts, "named like a survey weight"),
+                    ("unchanged", same, "released without masking")):
+                if names:
+                    notes.append(f"{what} column{'s' if len(names) > 1 else ''} "
+                                 f"{', '.join(map(str, names))} ({why}) left out of the "
+                                 "default QIs; name the QIs with --qi to include "
+                                 f"{'them' if len(names) > 1 else 'it'}")
+        return kept
     for name, df in (("original", original), ("masked", masked)):
         missing = [c for c in cols if c not in df.columns]
         if missing:
@@ -70,17 +165,53 @@ def infer_kind(s: pd.Series) -> str:
     return "nominal"
 
 
+def coded(s: pd.Series) -> bool:
+    """Whether a column looks like integer-coded categories: an integer dtype (as read
+    from a CSV of codes; floats are taken for measurements), at most
+    :data:`CODED_MAX_LEVELS` distinct values and at most one per two records."""
+    if not pd.api.types.is_integer_dtype(s) or pd.api.types.is_bool_dtype(s):
+        return False
+    if isinstance(s.dtype, pd.CategoricalDtype):
+        return False
+    v = s.dropna().to_numpy(dtype=np.float64)
+    if v.size < 4:
+        return False
+    k = np.unique(v).size
+    return k <= CODED_MAX_LEVELS and 2 * k <= len(s)
+
+
 def attribute_kinds(
-    df: pd.DataFrame, cols: Sequence[str], kinds: Mapping[str, str] | None = None
+    df: pd.DataFrame, cols: Sequence[str], kinds: Mapping[str, str] | None = None,
+    *, notes: list[str] | None = None,
 ) -> dict[str, str]:
-    """Kind of each column: inferred, overridden by ``kinds`` (``{"col": "ordinal"}``)."""
+    """Kind of each column: ``kinds`` (``{"col": "ordinal"}``) where given, else inferred
+    by :func:`infer_kind`, except that an integer column with few distinct values
+    (:func:`coded`) is read as nominal categories and named in ``notes``: codes are not
+    quantities, and distances, ranks and interval disclosure on them mean nothing. Pass
+    ``kinds={"col": "numeric"}`` (CLI ``--kinds col=numeric``) when they are counts."""
     kinds = dict(kinds or {})
     for c, k in kinds.items():
         if k not in KINDS:
             raise LinkriskError(f"unknown attribute kind {k!r} for {c!r}; use one of {', '.join(KINDS)}")
         if c not in cols:
             raise LinkriskError(f"kind given for {c!r}, which is not a QI column")
-    return {c: kinds.get(c, infer_kind(df[c])) for c in cols}
+    out = {}
+    flagged = []
+    for c in cols:
+        if c in kinds:
+            out[c] = kinds[c]
+            continue
+        out[c] = infer_kind(df[c])
+        if out[c] == "numeric" and coded(df[c]):
+            out[c] = "nominal"
+            flagged.append(c)
+    if flagged and notes is not None:
+        ex = flagged[0]
+        notes.append(f"integer column{'s' if len(flagged) > 1 else ''} "
+                     f"{', '.join(map(str, flagged))} with few distinct values read as coded "
+                     f"categories (nominal); if they are quantities say so with --kinds "
+                     f"{ex}=numeric")
+    return out
 
 
 def parse_kinds(spec: str | Mapping[str, str] | None) -> dict[str, str]:

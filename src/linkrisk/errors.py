@@ -14,3 +14,9 @@ class LinkriskError(ValueError):
 
 class SingularCovarianceError(LinkriskError):
     """A covariance matrix needed by an attack or masking method is singular."""
+
+
+class LinkriskWarning(UserWarning):
+    """A caveat about the inputs that changes what is measured (columns left out of the
+    default QIs, integer codes read as categories, a release equal to its input); the CLI
+    prints each as one ``warning:`` line and the report lists them."""

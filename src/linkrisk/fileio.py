@@ -31,7 +31,9 @@ read by its format, and otherwise a built-in reference dataset name (``census``,
   ====================================  =============================================
 
   Category names are the labels (``"label (code)"`` when two codes share a label); values
-  without a label keep their code as name. SPSS user-missing values are read as missing
+  without a label keep their code as name; when no label says more than its code
+  (``1 -> "1"``), the categories are the numeric codes themselves, as in a file of coded
+  categories, so that a file written from coded Categoricals reads back the same. SPSS user-missing values are read as missing
   (and written back as system-missing).
   The file's metadata (value labels, variable labels, measure levels, file label) is kept
   in ``df.attrs["linkrisk_meta"]``.
@@ -566,10 +568,15 @@ def _labelled_categorical(s: pd.Series, labels: dict, measure: str
     for code in codes:  # two codes with one label: keep them apart
         if taken[names[code]] > 1:
             names[code] = f"{names[code]} ({_code_name(code)})"
+    number = {c: int(c) if float(c).is_integer() else float(c) for c in codes}
+    if all(names[c] == _code_name(c) for c in codes):
+        # no label says more than its code: the categories are the codes themselves, as in
+        # a file of coded categories (and linkrisk.datasets.load("household"))
+        names = number  # type: ignore[assignment]
     cats = [names[c] for c in codes]
     out = pd.Series(pd.Categorical(s.map(names), categories=cats, ordered=ordered),
                     index=s.index, name=s.name)
-    return out, {names[c]: (int(c) if float(c).is_integer() else float(c)) for c in codes}
+    return out, {names[c]: number[c] for c in codes}
 
 
 # -------------------------------------------------------------------------------- output

@@ -169,7 +169,7 @@ def test_noise_lowers_risk_monotonically(census):
 @pytest.mark.parametrize("bad,match", [
     (dict(qi="AFNLWGT,nope"), "not in the original"),
     (dict(method="dbrl3"), "unknown attack"),
-    (dict(method="kernel", d=0), "positive integer"),
+    (dict(method="kernel", d=0), "integer from 1 to"),
     (dict(method="dbrl", k=3), "no parameter"),
     (dict(direction="sideways"), "direction"),
 ])

@@ -286,8 +286,9 @@ def categorical_space(ctx: LinkContext, metric: str = "mixed", *, weights: Any =
         if metric == "hamming":
             if k == "numeric":
                 raise LinkriskError(
-                    f"hamming compares categories but {c!r} is numeric; declare it with "
-                    f"kinds={{{c!r}: 'nominal'}} or use the mixed metric (dbrl_mixed)")
+                    f"hamming compares categories but {c!r} is numeric; declare it nominal "
+                    f"(--kinds {c}=nominal; in Python kinds={{{c!r}: 'nominal'}}) or use "
+                    "the mixed metric (dbrl_mixed)")
             k = "nominal"
         kinds[c] = k
     if metric == "l1" and any(k == "numeric" for k in kinds.values()):

@@ -41,7 +41,29 @@ def _dbrl2_scale(ctx: LinkContext) -> np.ndarray:
     return np.where(sd > 0, sd, 1e-9 * np.where(sa > 0, sa, 1.0))
 
 
+#: largest kernel degree: (1 + x·y)^d of standardized records overflows float64 (or loses
+#: every digit of the distance K(a,a) − 2K(a,b) + K(b,b)) long before d = 200
+MAX_KERNEL_DEGREE = 50
+
+
+def kernel_degree(d: object) -> int:
+    """The kernel degree as an integer in 1..:data:`MAX_KERNEL_DEGREE`, refusing
+    fractions (2.5 is not silently truncated), booleans and text."""
+    if isinstance(d, bool) or not isinstance(d, (int, float, np.integer, np.floating)):
+        raise LinkriskError(f"kernel degree d must be an integer from 1 to "
+                            f"{MAX_KERNEL_DEGREE}, got {d!r}")
+    if not np.isfinite(d) or float(d) != int(d) or not 1 <= int(d) <= MAX_KERNEL_DEGREE:
+        raise LinkriskError(f"kernel degree d must be an integer from 1 to "
+                            f"{MAX_KERNEL_DEGREE}, got {d!r}")
+    return int(d)
+
+
 def _whitened(ctx: LinkContext, with_cov: bool) -> tuple[np.ndarray, np.ndarray]:
+    m = len(ctx.qi)
+    if min(ctx.n_a, ctx.n_b) <= m:
+        raise LinkriskError(f"Mahalanobis distances need more records than QIs to estimate "
+                            f"a {m}×{m} covariance (here {min(ctx.n_a, ctx.n_b):,} records); "
+                            "use fewer QIs (--qi) or another attack")
     a, b = ctx.numeric()
     s = covariance(a) + covariance(b)
     if with_cov:
@@ -72,10 +94,7 @@ def space(ctx: LinkContext, metric: str = "euclidean", **kw: Any) -> Space:
         a, b = ctx.take_numeric()  # standardized in place: one matrix per file at 10⁶
         sa, sb = standardize(a, inplace=True), standardize(b, inplace=True)
         if metric == "kernel":
-            d = int(kw.get("d", 2))
-            if d < 1:
-                raise LinkriskError(f"kernel degree d must be a positive integer, got {d}")
-            return Space(sa, sb, "kernel", {"degree": d})
+            return Space(sa, sb, "kernel", {"degree": kernel_degree(kw.get("d", 2))})
         if metric == "l1":
             return Space(sa, sb, "l1")
         return Space(sa, sb, "sqeuclidean", root=metric == "euclidean")

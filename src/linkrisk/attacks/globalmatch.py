@@ -29,7 +29,7 @@ Options (docs/methods.md):
   graphs are owner-side approximations (they use the truth); records with no true image
   use h = max h(a).
 * Edges in no perfect matching of a restricted graph are pruned before solving (Tassa
-  2012, see :mod:`linkrisk.engine.assignment`); ``pruned_edges`` reports how many.
+  2012, see :mod:`linkrisk.engine.matching.assignment`); ``pruned_edges`` reports how many.
 * Unequal sizes (n ≠ n'): the smaller file is padded with dummy records at a constant
   cost. Since every perfect matching uses each dummy exactly once, the constant adds the
   same total to all of them, so the real records' matching is the same for any constant:
@@ -41,7 +41,7 @@ Exactness: small files use a dense solver; large ones a k-NN candidate graph who
 optimum is certified for the complete graph by LP duality (``certified`` in the result's
 extra; see :mod:`linkrisk.engine.matching`). Files that repeat their records
 (categorical data: Adult's 32,561 records hold 8,688 distinct ones) are solved as a
-transport between distinct records, also certified (:mod:`linkrisk.engine.transport`).
+transport between distinct records, also certified (:mod:`linkrisk.engine.matching.transport`).
 
 Ties: with duplicate records several matchings are optimal. Rows are processed in a
 seeded random order so the reported one does not favour the truth. ``ties="matching"``

@@ -73,7 +73,7 @@ import pandas as pd
 from scipy.special import expit
 
 from ..data import numeric_matrix
-from ..engine.nearest import RTOL, NearestSets, Tables
+from ..engine.nearest import RTOL, NearestSets, Progress, Tables
 from ..engine.nearest.rules import settle, splitmix_np, tie_threshold_np
 from ..errors import LinkriskError
 from ..params import Param
@@ -203,12 +203,13 @@ def superset_mobius(at_least: np.ndarray, m: int) -> np.ndarray:
     return e
 
 
-def pattern_counts(cmp: Comparison) -> np.ndarray:
-    """Number of (a, b) pairs showing each agreement pattern (int64, 2^m), exact."""
+def pattern_counts(cmp: Comparison, progress: Progress | None = None) -> np.ndarray:
+    """Number of (a, b) pairs showing each agreement pattern (int64, 2^m), exact.
+    ``progress(done, n_a)`` is called per block of A on the pair path."""
     m = cmp.a.shape[1]
     n_a = cmp.a.shape[0]
     if not cmp.coded or _walk_cost(cmp) > _pair_cost(cmp):
-        return _pair_counts(cmp)
+        return _pair_counts(cmp, progress)
     codes = _stack(cmp)
     at_least = np.zeros(1 << m, np.int64)
 
@@ -244,24 +245,41 @@ def _pair_counts_kernel(a, b, tol, n_pat, n_chunks):
     return hist.sum(axis=0)
 
 
-def _pair_counts(cmp: Comparison) -> np.ndarray:
+#: blocks of A of the pair kernels (progress reports; the counts and links do not depend
+#: on it)
+PAIR_PARTS = 20
+
+
+def _blocks(n: int) -> list[tuple[int, int]]:
+    step = max(1, -(-n // PAIR_PARTS))
+    return [(r0, min(n, r0 + step)) for r0 in range(0, n, step)]
+
+
+def _pair_counts(cmp: Comparison, progress: Progress | None = None) -> np.ndarray:
     m = cmp.a.shape[1]
-    return _pair_counts_kernel(cmp.a, cmp.b, cmp.tol, 1 << m, max(1, nb.get_num_threads() * 4))
+    n_a = cmp.a.shape[0]
+    total = np.zeros(1 << m, np.int64)
+    for r0, r1 in _blocks(n_a):
+        total += _pair_counts_kernel(cmp.a[r0:r1], cmp.b, cmp.tol, 1 << m,
+                                     max(1, nb.get_num_threads() * 4))
+        if progress is not None:
+            progress(r1, n_a)
+    return total
 
 
 @nb.njit(parallel=True, cache=True)
 def _pair_best_kernel(a, b, tol, score, truth, seed, rtol, out_min, out_count, out_true,
-                      out_link):
-    """C(a) = {b : score[γ(a,b)] ≤ min + rtol·|min|} for every a, settled by the engine's
-    rules (:func:`~linkrisk.engine.nearest.rules.settle`: link = the pick-th member in B
-    order)."""
+                      out_link, i0=0):
+    """C(a) = {b : score[γ(a,b)] ≤ min + rtol·|min|} for every a (global row i0 + i),
+    settled by the engine's rules (:func:`~linkrisk.engine.nearest.rules.settle`: link =
+    the pick-th member in B order)."""
     n_a, n_b = a.shape[0], b.shape[0]
     ids = np.arange(n_b)
     for i in nb.prange(n_a):
         sc = np.empty(n_b)
         for k in range(n_b):
             sc[k] = score[_pattern(a, b, i, k, tol)]
-        mn, cnt, _, link = settle(ids, sc, n_b, -1, rtol, seed, i)
+        mn, cnt, _, link = settle(ids, sc, n_b, -1, rtol, seed, i0 + i)
         t = truth[i]
         out_true[i] = sc[t] if t >= 0 else np.inf
         out_min[i] = mn
@@ -518,8 +536,12 @@ def pair_sets(ctx: LinkContext, cmp: Comparison, score: np.ndarray) -> NearestSe
     n_a = cmp.a.shape[0]
     out_min, out_true = np.empty(n_a), np.empty(n_a)
     out_count, out_link = np.empty(n_a, np.int64), np.empty(n_a, np.int64)
-    _pair_best_kernel(cmp.a, cmp.b, cmp.tol, score, ctx.truth, ctx.seed, RTOL, out_min,
-                      out_count, out_true, out_link)
+    for r0, r1 in _blocks(n_a):  # row i's link depends on (seed, i) only: same result
+        _pair_best_kernel(cmp.a[r0:r1], cmp.b, cmp.tol, score, ctx.truth[r0:r1], ctx.seed,
+                          RTOL, out_min[r0:r1], out_count[r0:r1], out_true[r0:r1],
+                          out_link[r0:r1], r0)
+        if ctx.progress is not None:
+            ctx.progress(r1, n_a)
     thr = tie_threshold_np(out_min, RTOL)
     return NearestSets(out_min, out_count, (ctx.truth >= 0) & (out_true <= thr), out_true,
                        out_link)
@@ -593,11 +615,11 @@ def run_prl(ctx: LinkContext, q: int = 10, tol: Any = None, max_fp: float = 0.01
     m = len(ctx.qi)
     if m > MAX_ATTRIBUTES:
         raise LinkriskError(f"prl compares at most {MAX_ATTRIBUTES} attributes (2^m agreement "
-                            f"patterns); got {m}: choose fewer QIs with qi=")
+                            f"patterns); got {m}: choose fewer QIs with --qi (qi=)")
     if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or max_iter < 1:
         raise LinkriskError(f"max_iter must be a positive integer, got {max_iter!r}")
     cmp = compare(ctx, q, tol)
-    counts = pattern_counts(cmp)
+    counts = pattern_counts(cmp, ctx.progress)
     n_pairs = ctx.n_a * ctx.n_b
     known = min(ctx.n_a, ctx.n_b) / n_pairs
     fit = em(counts, m, known, max_iter, fixed_p=_fixed_p(match_proportion, known))

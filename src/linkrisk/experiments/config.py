@@ -11,7 +11,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import tomllib
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10: the same parser as the tomli package
+    import tomli as tomllib  # type: ignore[no-redef]
 
 from ..attacks import ATTACKS, attack_params
 from ..datasets import REFERENCE

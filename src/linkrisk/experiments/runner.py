@@ -143,7 +143,8 @@ def run_task(task: Task) -> list[dict[str, Any]]:
     rates: dict[str, float] = {}
     attacker = _attacker_file(orig, rel, task)
     for qlabel, qi in task.qi_sets:
-        ctx, direction = make_context(attacker, rel, qi, seed=task.seed)
+        # the study masks the file itself: row order is the truth by construction
+        ctx, direction = make_context(attacker, rel, qi, seed=task.seed, assume_row_order=True)
         for att in task.attacks:
             params = {k: resolve_param(v, task.value) for k, v in att.params.items()}
             t1 = time.perf_counter()

@@ -1,24 +1,24 @@
-"""Self-contained HTML report of an :class:`~linkrisk.assess.Assessment`: one file, inline
-CSS and inline PNG plots (matplotlib, Agg), no network resources, so it can be mailed or
-archived with the release."""
+"""Self-contained HTML report of an :class:`~linkrisk.assessment.Assessment`: one file,
+inline CSS and inline SVG charts (:mod:`linkrisk.report.svg`, no plotting library), no
+script and no network resources, so that it can be mailed or archived with the release.
+Record values are left out unless asked for (``include_records``)."""
 
 from __future__ import annotations
 
-import base64
 import html
-import io
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
-from ..errors import LinkriskError
+from . import svg
 
 if TYPE_CHECKING:
     from ..assessment import Assessment
 
-#: verdict bands on the worst-case share of re-identified records (illustrative defaults;
-#: the acceptable level is the data owner's policy decision)
+#: default verdict bands on the worst-case share of re-identified records when no
+#: acceptable level is given (illustrative; the acceptable level is the data owner's policy)
 BANDS = ((1.0, "low", "#2e7d32"), (5.0, "moderate", "#ef6c00"), (float("inf"), "high", "#c62828"))
 
 CSS = """
@@ -28,6 +28,8 @@ h1{font-size:26px;margin:8px 0 4px}h2{font-size:19px;margin:30px 0 10px;border-b
 .sub{color:#57606a;margin:0 0 18px}
 .verdict{border-radius:8px;padding:18px 22px;color:#fff;display:flex;gap:28px;align-items:center}
 .verdict .big{font-size:44px;font-weight:700;line-height:1}.verdict p{margin:4px 0}
+.banner{background:#fff3cd;border:2px solid #c62828;color:#7a1c1c;border-radius:8px;padding:12px 18px;margin:0 0 16px;font-weight:600}
+.warn{background:#fff8e1;border:1px solid #ef6c00;border-radius:8px;padding:8px 18px;margin:14px 0}
 .cards{display:flex;gap:14px;flex-wrap:wrap;margin-top:14px}
 .card{background:#fff;border:1px solid #d0d7de;border-radius:8px;padding:10px 16px;min-width:130px}
 .card .v{font-size:22px;font-weight:600}.card .k{color:#57606a;font-size:13px}
@@ -35,72 +37,55 @@ table{border-collapse:collapse;background:#fff;font-size:14px;margin:6px 0}
 th,td{border:1px solid #d0d7de;padding:5px 10px;text-align:right}th{background:#eef1f4}
 td.l,th.l{text-align:left}
 figure{background:#fff;border:1px solid #d0d7de;border-radius:8px;margin:8px 0;padding:8px;display:inline-block}
-figure img{display:block;max-width:100%}
 .grid{display:flex;gap:16px;flex-wrap:wrap;align-items:flex-start}
 .scroll{overflow-x:auto;max-width:100%}
-.note{color:#57606a;font-size:13px}code{background:#eef1f4;padding:1px 4px;border-radius:4px}
+.note{color:#57606a;font-size:13px}code{background:#eef1f4;padding:1px 4px;border-radius:4px;word-break:break-all}
 """
 
+THREAT_MODEL = (
+    "The attacker holds the original values of the quasi-identifiers (QIs) below for the "
+    "people in the file, knows they are in the release, and links each of them to the "
+    "released record(s) closest under each attack's score. A link is correct when the "
+    "released record is the masked version of the same person; a record whose true image "
+    "is among |C| equally close candidates counts 1/|C| (expected correct links under "
+    "random tie breaking). Attacks that estimate their parameters on the true pairs "
+    "(dbrl2, mahalanobis; rsrl with the swap parameter p) model an informed intruder: "
+    "they are upper bounds. Variables not among the QIs are assumed unknown to the "
+    "attacker.")
 
-def _band(pct: float) -> tuple[str, str]:
-    for limit, name, colour in BANDS:
-        if pct < limit:
+
+def _band(pct: float, max_risk: float | None = None) -> tuple[str, str]:
+    bs = bands(max_risk)
+    for limit, name, colour in bs:
+        if (pct <= limit) if max_risk is not None else (pct < limit):
             return name, colour
-    return BANDS[-1][1], BANDS[-1][2]
+    return bs[-1][1], bs[-1][2]
 
 
-def _png(fig: Any) -> str:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
-    import matplotlib.pyplot as plt
-
-    plt.close(fig)
-    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
-
-
-def _plt():
-    try:
-        import matplotlib
-    except ImportError as exc:
-        raise LinkriskError("the HTML report draws its plots with matplotlib: "
-                            "pip install 'linkrisk[report]'") from exc
-    matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
-
-    return plt
+def bands(max_risk: float | None) -> tuple[tuple[float, str, str], ...]:
+    """Verdict bands: with an acceptable worst case M (``--max-risk``), "low" up to M/2,
+    "moderate" up to M and "above the limit" beyond; without, :data:`BANDS`."""
+    if max_risk is None:
+        return BANDS
+    return ((max_risk / 2, "low", "#2e7d32"), (max_risk, "moderate", "#ef6c00"),
+            (float("inf"), f"above the limit of {fmt(max_risk)} %", "#c62828"))
 
 
-def rate_chart(rates: pd.Series) -> str:
-    """Horizontal bars of % re-identified per attack, the worst in red."""
-    plt = _plt()
-    r = rates.sort_values()
-    fig, ax = plt.subplots(figsize=(6.4, 0.34 * len(r) + 1.1))
-    colours = ["#c62828" if v == r.max() else "#4a6fa5" for v in r]
-    ax.barh(r.index, r.to_numpy(), color=colours)
-    for y, v in enumerate(r):
-        ax.text(v, y, f" {v:.1f} %", va="center", fontsize=9)
-    ax.set_xlabel("records re-identified (%)")
-    ax.set_xlim(0, max(5.0, float(r.max()) * 1.18))
-    ax.spines[["top", "right"]].set_visible(False)
-    ax.set_title("Correct links by attack", fontsize=11)
-    return _png(fig)
-
-
-def risk_histogram(max_risk: np.ndarray) -> str:
-    """Distribution of the per-record probability of re-identification (best attack)."""
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(5.4, 3.3))
-    bins = np.linspace(0, 1, 11)
-    counts, _ = np.histogram(max_risk, bins=bins)
-    ax.bar(bins[:-1] + 0.05, counts, width=0.09,
-           color=[_band(100 * b)[1] if b > 0 else "#4a6fa5" for b in bins[:-1]])
-    ax.set_xlabel("probability of re-identification (best attack)")
-    ax.set_ylabel("records")
-    ax.set_xticks(bins)
-    ax.set_xticklabels([f"{b:.1f}" for b in bins], fontsize=8)
-    ax.spines[["top", "right"]].set_visible(False)
-    ax.set_title("Per-record risk", fontsize=11)
-    return _png(fig)
+def fmt(v: Any) -> str:
+    """A number as a person reads it: thousands separators, at most 4 decimals, no
+    exponent, rounding noise (|v| < 5e-5) shown as 0."""
+    if isinstance(v, (bool, np.bool_)):
+        return str(bool(v))
+    if isinstance(v, (int, np.integer)):
+        return f"{int(v):,}"
+    if isinstance(v, (float, np.floating)):
+        v = float(v)
+        if not np.isfinite(v):
+            return "—" if np.isnan(v) else str(v)
+        if abs(v) < 5e-5:
+            return "0"
+        return f"{v:,.4f}".rstrip("0").rstrip(".")
+    return str(v)
 
 
 def _table(df: pd.DataFrame, left: tuple[str, ...] = ()) -> str:
@@ -111,34 +96,42 @@ def _table(df: pd.DataFrame, left: tuple[str, ...] = ()) -> str:
         cells = []
         for c in df.columns:
             v = row[c]
-            txt = (f"{v:,.4g}" if isinstance(v, (float, np.floating)) and abs(v) < 1e4
-                   else f"{v:,.0f}" if isinstance(v, (float, np.floating))
-                   else f"{v:,}" if isinstance(v, (int, np.integer)) else str(v))
+            txt = fmt(v)
             cells.append(f'<td class="{"l" if c in left else ""}">{html.escape(txt)}</td>')
         rows.append("<tr>" + "".join(cells) + "</tr>")
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
 
 
-def render_html(a: Assessment, title: str | None = None) -> str:
-    """The report: verdict, attack rates (chart + table), utility and risk measures,
-    per-record risk distribution, the most exposed records, and the settings used."""
+def render_html(a: Assessment, title: str | None = None, *, include_records: bool = False,
+                inputs: Sequence[Mapping[str, Any]] | None = None,
+                command: str | None = None) -> str:
+    """The report: verdict (worst case, truth assumption, QIs used), threat model, attack
+    rates (chart + table, one line per attack from the registry), utility and risk
+    measures, per-record risk distribution, the most exposed records (values only with
+    ``include_records``), warnings, input files with SHA-256, the reproducing command and
+    the settings."""
     from ..assessment import records_at_risk
+    from ..attacks import ATTACKS
 
     w = a.worst
     pct = 100 * w.rate
-    band, colour = _band(pct)
+    mr = a.settings.get("max_risk")
+    band, colour = _band(pct, mr)
     m = a.measures
+    s = a.settings
     title = title or "linkrisk disclosure-risk report"
-    n = a.settings["n_attacker"]
+    n = s["n_attacker"]
     sure = int((a.records["max_risk"] >= 1.0).sum())
     half = int((a.records["max_risk"] >= 0.5).sum())
-    rates = pd.Series({k: 100 * r.rate for k, r in a.results.items()})
+    order = sorted(a.results.values(), key=lambda r: -r.rate)
+    rates = {r.method: 100 * r.rate for r in order}
 
-    attacks = pd.DataFrame([{"attack": r.method, "re-identified %": 100 * r.rate,
-                             "correct links": r.correct_links,
-                             "mean |C(a)|": float(r.per_record["candidates"].mean()),
-                             "seconds": r.seconds} for r in a.results.values()])
-    attacks = attacks.sort_values("re-identified %", ascending=False)
+    attacks = pd.DataFrame([{"attack": r.method,
+                             "what it does": ATTACKS[r.method].summary,
+                             "re-identified %": round(100 * r.rate, 2),
+                             "correct links": round(float(r.correct_links), 2),
+                             "mean |C(a)|": round(float(r.per_record["candidates"].mean()), 2),
+                             "seconds": round(r.seconds, 2)} for r in order])
     skipped = "".join(f"<li><code>{html.escape(k)}</code>: {html.escape(v)}</li>"
                       for k, v in a.skipped.items())
 
@@ -148,26 +141,31 @@ def render_html(a: Assessment, title: str | None = None) -> str:
                  if k in m]
     explain = {"IL1": "mean relative change of values", "IL2": "relative change of means",
                "IL3": "relative change of covariances", "IL4": "relative change of variances",
-               "IL5": "mean change of correlations", "IL": "100 × mean(IL1..IL5), %",
-               "PIL(Q)": "quantiles, %", "PIL(m)": "means, %", "PIL(v)": "variances, %",
-               "PIL(c)": "covariances, %", "PIL(r)": "correlations, %",
-               "PIL": "probabilistic information loss, %",
-               "DLD": "distance-based linkage (dbrl), %", "PLD": "probabilistic linkage (prl), %",
-               "RSLD": "rank-swap linkage (rsrl), %", "ID": "interval disclosure, %",
-               "DR": "disclosure risk, %", "Score": "(IL + DR) / 2, lower is better",
-               "worst_case_%": "worst attack, %"}
-    util = pd.DataFrame([{"measure": k, "value": m[k], "meaning": explain[k]}
-                         for k in util_keys])
-    risk = pd.DataFrame([{"measure": k, "value": m[k], "meaning": explain[k]}
+               "IL5": "mean change of correlations", "IL": "mean of IL1..IL5",
+               "PIL(Q)": "quantiles", "PIL(m)": "means", "PIL(v)": "variances",
+               "PIL(c)": "covariances", "PIL(r)": "correlations",
+               "PIL": "probabilistic information loss",
+               "DLD": "distance-based linkage (dbrl)", "PLD": "probabilistic linkage (prl)",
+               "RSLD": "rank-swap linkage (rsrl)", "ID": "interval disclosure",
+               "DR": "disclosure risk", "Score": "(IL + DR) / 2, lower is better",
+               "worst_case_%": "worst attack"}
+    # IL1..IL5 are fractions: shown ×100 so that every row of the table is in %
+    scale = {k: 100.0 for k in ("IL1", "IL2", "IL3", "IL4", "IL5")}
+    util = pd.DataFrame([{"measure": k, "value": round(float(m[k]) * scale.get(k, 1.0), 4),
+                          "unit": "%", "meaning": explain[k]} for k in util_keys])
+    risk = pd.DataFrame([{"measure": k, "value": round(float(m[k]), 4),
+                          "unit": "" if k == "Score" else "%", "meaning": explain[k]}
                          for k in risk_keys])
 
     top = records_at_risk(a.records, 20).copy()
+    keep = ["max_risk", "best_attack", "share"] + (
+        [c for c in top.columns if c in s["qi"]] if include_records else [])
+    top = top[[c for c in keep if c in top.columns]]
     top.insert(0, "record", top.index)
     top = top.rename(columns={"max_risk": "risk", "best_attack": "best attack",
-                              "share": "share of attacks", "mean_risk": "mean risk"})
-    s = a.settings
+                              "share": "share of attacks"})
     settings = pd.DataFrame([
-        {"setting": "quasi-identifiers", "value": ", ".join(s["qi"])},
+        {"setting": "quasi-identifiers used", "value": ", ".join(map(str, s["qi"]))},
         {"setting": "attribute kinds", "value": ", ".join(f"{k}: {v}" for k, v in s["kinds"].items())},
         {"setting": "records (attacker / released)", "value": f"{s['n_attacker']:,} / {s['n_released']:,}"},
         {"setting": "linkage direction", "value": s["direction"]},
@@ -176,59 +174,100 @@ def render_html(a: Assessment, title: str | None = None) -> str:
         {"setting": "attack parameters", "value": "; ".join(
             f"{k}: {', '.join(f'{p}={v}' for p, v in d.items())}" for k, d in s["params"].items()) or "defaults"},
         {"setting": "rank-swap p", "value": "—" if s["rank_swap_p"] is None else str(s["rank_swap_p"])},
+        {"setting": "acceptable worst case (--max-risk)", "value": "not set" if mr is None else f"{fmt(mr)} %"},
         {"setting": "seed / memory budget", "value": f"{s['seed']} / {s['memory_budget'] / 2**20:.0f} MiB"},
         {"setting": "linkrisk / date", "value": f"{s['linkrisk']} / {s['date']}"},
         {"setting": "run time", "value": f"{a.seconds:.1f} s"},
     ])
     notes = "".join(f"<li>{html.escape(t)}</li>" for t in a.notes)
+    warned = "".join(f"<li>{html.escape(t)}</li>" for t in a.warnings)
+    files = "".join(f"<tr><td class=\"l\">{html.escape(str(f.get('role', '')))}</td>"
+                    f"<td class=\"l\">{html.escape(str(f.get('name', '')))}</td>"
+                    f"<td class=\"l\"><code>{html.escape(str(f.get('sha256', '')))}</code></td></tr>"
+                    for f in (inputs or []))
+    explain_attacks = "".join(
+        f"<li><code>{html.escape(k)}</code>: {html.escape(ATTACKS[k].summary)}</li>"
+        for k in s["attacks"] if k in ATTACKS)
 
     cards = "".join(
         f'<div class="card"><div class="v">{v}</div><div class="k">{html.escape(k)}</div></div>'
         for k, v in [("records certainly re-identified", f"{sure:,}"),
                      ("records with risk ≥ 0.5", f"{half:,}"),
                      ("attacks run", f"{len(a.results)}"),
-                     *([("information loss IL", f"{m['IL']:.1f} %")] if "IL" in m else []),
-                     *([("Score", f"{m['Score']:.1f}")] if "Score" in m else [])])
+                     ("attacks not run", f"{len(a.skipped)}"),
+                     *([("information loss IL", f"{fmt(m['IL'])} %")] if "IL" in m else []),
+                     *([("Score", fmt(m["Score"]))] if "Score" in m else [])])
+    counts, edges = np.histogram(a.records["max_risk"].to_numpy(), bins=np.linspace(0, 1, 11))
+    limit = ("" if mr is None else
+             f"<p>Acceptable worst case: {fmt(mr)} %: the release is "
+             f"<b>{'above' if pct > mr else 'within'}</b> it.</p>")
+    banner = ('<div class="banner">This report contains the original values of the '
+              'quasi-identifiers of the most exposed records (--include-records). It is '
+              'confidential: do not publish or mail it with the release.</div>'
+              if include_records else "")
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{html.escape(title)}</title><style>{CSS}</style></head>
 <body><main>
+{banner}
 <h1>{html.escape(title)}</h1>
 <p class="sub">Record-linkage attacks on the released file: how many of its {n:,} records an
 attacker holding the original quasi-identifiers could re-identify.</p>
 <section id="verdict" class="verdict" style="background:{colour}">
 <div class="big">{pct:.1f} %</div>
-<div><p><b>Worst case: {html.escape(w.method)}</b> re-identifies {w.correct_links:,.1f} of
-{n:,} records ({pct:.2f} %). Risk level: <b>{band}</b>.</p>
-<p>{sure:,} records are linked with certainty; {half:,} have a probability of at least 0.5.</p></div>
+<div><p><b>Worst case: {html.escape(w.method)}</b> re-identifies {fmt(round(float(w.correct_links), 2))}
+of {n:,} records ({pct:.2f} %). Risk level: <b>{html.escape(band)}</b>.</p>
+<p>{sure:,} records are linked with certainty; {half:,} have a probability of at least 0.5.</p>
+{limit}
+<p>Assuming the attacker knows {len(s['qi'])} quasi-identifiers
+({html.escape(', '.join(map(str, s['qi'])))}); true pairs by {html.escape(s['truth'])}.</p></div>
 </section>
 <div class="cards">{cards}</div>
+{f'<div class="warn" id="warnings"><b>Warnings</b><ul>{warned}</ul></div>' if warned else ''}
+
+<h2 id="threat">Threat model</h2>
+<p>{html.escape(THREAT_MODEL)}</p>
+<ul class="note">{explain_attacks}</ul>
 
 <h2 id="attacks">Attacks</h2>
-<div class="grid"><figure><img alt="bar chart of re-identification rate by attack"
-src="{rate_chart(rates)}"></figure>
-{_table(attacks, left=("attack",))}</div>
+<div class="grid"><figure>{svg.bar_chart(rates, title="Records re-identified by attack (%)",
+                                          unit=" %", highlight=w.method)}</figure>
+{_table(attacks, left=("attack", "what it does"))}</div>
 {f'<p class="note">Not run:</p><ul class="note">{skipped}</ul>' if skipped else ''}
-<p class="note">Correct links count a record's link as 1/|C(a)| when its true record is among
-|C(a)| equally close candidates (expected links under random tie breaking).</p>
 
 <h2 id="utility">Utility and risk measures</h2>
 <div class="grid">{_table(util, left=("measure", "meaning")) if len(util) else ''}
-{_table(risk, left=("measure", "meaning"))}</div>
+{_table(risk, left=("measure", "meaning")) if len(risk) else ''}</div>
+<p class="note">IL1–IL5 are shown ×100 (%), like IL. IL1 and IL3–IL5 are relative changes
+with no upper bound, so IL and Score can exceed 100.</p>
 {f'<ul class="note">{notes}</ul>' if notes else ''}
 
 <h2 id="records">Per-record risk</h2>
-<div class="grid"><figure><img alt="histogram of per-record risk"
-src="{risk_histogram(a.records['max_risk'].to_numpy())}"></figure></div>
+<div class="grid"><figure>{svg.histogram(counts.tolist(), edges.tolist(),
+                                          title="Per-record risk (best attack)",
+                                          xlabel="probability of re-identification",
+                                          ylabel="records")}</figure></div>
 <h2 id="exposed">Most exposed records</h2>
 <p class="note">Risk = probability that the best attack links the record to its released
-version; share = fraction of attacks that do so with probability above 0.5.</p>
+version; share = fraction of attacks that do so with probability above 0.5. Record = row
+number in the attacker's file (from 0){'' if include_records else '; record values are left out of this report (--include-records adds them)'}.</p>
 <div class="scroll">{_table(top, left=("best attack",))}</div>
+
+<h2 id="inputs">Inputs and reproduction</h2>
+{f'<table><thead><tr><th class="l">file</th><th class="l">name</th><th class="l">SHA-256</th></tr></thead><tbody>{files}</tbody></table>' if files else '<p class="note">Inputs given as data frames (no files).</p>'}
+{f'<p>Command: <code>{html.escape(command)}</code></p>' if command else ''}
 
 <h2 id="settings">Settings</h2>
 {_table(settings, left=("setting", "value"))}
-<p class="note">Risk bands on the worst case: low &lt; 1 %, moderate &lt; 5 %, high otherwise
-(illustrative; the acceptable level is a policy decision). Generated by linkrisk.</p>
+<p class="note">Risk bands on the worst case: {html.escape(_bands_text(mr))} (the
+acceptable level is the data owner's policy decision). Generated by linkrisk.</p>
 </main></body></html>
 """
+
+
+def _bands_text(max_risk: float | None) -> str:
+    if max_risk is None:
+        return "low < 1 %, moderate < 5 %, high otherwise (illustrative defaults; set --max-risk)"
+    return (f"low ≤ {fmt(max_risk / 2)} %, moderate ≤ {fmt(max_risk)} %, above the limit "
+            "otherwise (--max-risk)")

@@ -254,7 +254,8 @@ def _choose_solver(pw: Pairwise, solver: str, lim: np.ndarray | None, delta: flo
         solver = "sparse"
     elif solver == "patterns" and not transportable:
         raise LinkriskError("solver='patterns' needs files of equal size, no delta or "
-                            "approximation, ties='matching' and POT (pip install pot)")
+                            "approximation, ties='matching' and POT "
+                            "(pip install 'linkrisk[transport]')")
     return solver, pats
 
 

@@ -141,6 +141,7 @@ def screened_sets(pw: Pairwise, truth: np.ndarray, rid: np.ndarray, *, rtol: flo
         parts.append(ix)
     # per row: float32 copy, best/second/other minima, labels, parts (+ temporaries)
     rows = int(np.clip(memory_budget // (4 * m + 64), 1024, 262_144))
+    rows = min(rows, max(1024, -(-n_a // 20)))  # about 20 progress reports
     best = np.empty(n_a, np.float32)
     other = np.empty(n_a, np.float32)
     lab = np.empty(n_a, np.int64)
@@ -178,8 +179,9 @@ def screened_sets(pw: Pairwise, truth: np.ndarray, rid: np.ndarray, *, rtol: flo
     redo = np.flatnonzero(~ok)
     rechecked = 0
     if redo.size:
+        # the uncertified rows are screened again: report them as a second pass
         sub = k_screened_sets(pw.rows(redo), truth[redo], rid[redo], rtol=rtol, seed=seed,
-                              cap=cap, memory_budget=memory_budget, progress=None)
+                              cap=cap, memory_budget=memory_budget, progress=progress)
         out_min[redo], out_count[redo], out_link[redo] = sub.min_score, sub.count, sub.link
         rechecked = sub.rechecked
     thr = tie_threshold_np(out_min, rtol)
@@ -207,6 +209,7 @@ def k_screened_sets(pw: Pairwise, truth: np.ndarray, rid: np.ndarray, *, rtol: f
     todo = np.zeros(n_a, np.bool_)
     # per row: float32 input copy, k distances and labels, k exact scores (+ temporaries)
     rows = int(np.clip(memory_budget // (4 * m + 40 * k + 64), 1024, 262_144))
+    rows = min(rows, max(1024, -(-n_a // 20)))  # about 20 progress reports
     for r0 in range(0, n_a, rows):
         r1 = min(r0 + rows, n_a)
         d32, lab = index.search(np.ascontiguousarray(a[r0:r1], dtype=np.float32), k)
@@ -233,7 +236,7 @@ def k_screened_sets(pw: Pairwise, truth: np.ndarray, rid: np.ndarray, *, rtol: f
     redo = np.flatnonzero(todo)
     if redo.size:
         sub = exact_sets(pw.rows(redo), truth[redo], rid[redo], rtol=rtol, seed=seed,
-                         cap=cap, memory_budget=memory_budget, progress=None)
+                         cap=cap, memory_budget=memory_budget, progress=progress)
         out_min[redo], out_count[redo], out_link[redo] = sub.min_score, sub.count, sub.link
     thr = tie_threshold_np(out_min, rtol)
     true_in = (truth >= 0) & (out_ts <= thr)

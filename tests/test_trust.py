@@ -1,0 +1,346 @@
+"""The paths a data owner takes (issue "a verdict a data owner can trust"): a shuffled
+release is refused, not scored; codes are not read as quantities; identifiers, weights and
+unchanged columns are not silently used as QIs; the report does not leak records;
+``--max-risk`` gates a pipeline; ``all`` means every attack that applies."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import linkrisk
+from linkrisk import cli
+from linkrisk.attacks import make_context, why_not
+from linkrisk.data import attribute_kinds, coded, id_like, select_qi, weight_like
+from linkrisk.errors import LinkriskError, LinkriskWarning
+from linkrisk.truth import row_order_check
+
+
+def run(argv, capsys):
+    try:
+        cli.main([str(a) for a in argv])
+        code = 0
+    except SystemExit as exc:
+        code = exc.code
+    cap = capsys.readouterr()
+    return code, cap.out, cap.err
+
+
+@pytest.fixture(scope="module")
+def pair():
+    orig = linkrisk.datasets.synthetic(500, 5, seed=11)
+    return orig, linkrisk.mask(orig, "rank_swap", p=5, seed=12)
+
+
+# ------------------------------------------------------------------ truth
+def test_shuffled_release_refused_and_ids_give_the_same_answer(pair):
+    orig, rel = pair
+    right = linkrisk.attack(orig, rel, "rbrl_max")
+    assert right.rate > 0.9
+    perm = np.random.default_rng(0).permutation(len(rel))
+    shuffled = rel.iloc[perm].reset_index(drop=True)
+    with pytest.raises(LinkriskError, match="the release looks reordered.*--ids"):
+        linkrisk.attack(orig, shuffled, "rbrl_max")
+    with pytest.raises(LinkriskError, match="reordered"):
+        linkrisk.assess(orig, shuffled)
+    # the override scores the (wrong) row order, as asked: near 1/n
+    forced = linkrisk.attack(orig, shuffled, "rbrl_max", assume_row_order=True)
+    assert forced.rate < 0.05
+    # with an id column the shuffled release gives exactly the aligned answer
+    o = orig.assign(rid=np.arange(len(orig)))
+    s = rel.assign(rid=np.arange(len(rel))).iloc[perm]
+    by_id = linkrisk.attack(o, s, "rbrl_max", ids="rid", qi=list(orig.columns))
+    assert by_id.correct_links == right.correct_links
+    a = linkrisk.assess(o, s, ids="rid", qi=list(orig.columns), attacks="dbrl,prl")
+    b = linkrisk.assess(orig, rel, attacks="dbrl,prl")
+    assert a.measures["IL"] == pytest.approx(b.measures["IL"])
+    assert a.measures["ID"] == pytest.approx(b.measures["ID"])
+    assert a.settings["truth"] == "id column rid"
+    assert b.settings["truth"].startswith("row order (checked")
+
+
+@pytest.mark.parametrize("noise", [0.1, 1.0, 4.0])
+def test_row_order_check_accepts_genuine_releases(noise):
+    orig = linkrisk.datasets.synthetic(800, 6, seed=3)
+    rel = linkrisk.mask(orig, "noise", a=noise, seed=4)
+    chk = row_order_check(orig, rel, list(orig.columns), dict.fromkeys(orig.columns, "numeric"))
+    assert chk.checked and chk.mean_rank < chk.threshold
+
+
+def test_row_order_check_on_categories_and_small_files():
+    rng = np.random.default_rng(1)
+    a = pd.DataFrame({c: rng.choice(list("abcd"), 400) for c in "xyz"})
+    b = a.copy()
+    flip = rng.random(400) < 0.3
+    b.loc[flip, "x"] = rng.choice(list("abcd"), int(flip.sum()))
+    kinds = dict.fromkeys("xyz", "nominal")
+    assert row_order_check(a, b, list("xyz"), kinds).checked
+    with pytest.raises(LinkriskError, match="reordered"):
+        row_order_check(a, b.sample(frac=1, random_state=2).reset_index(drop=True),
+                        list("xyz"), kinds)
+    assert not row_order_check(a.head(5), b.head(5), list("xyz"), kinds).checked
+
+
+def test_row_order_refusal_rate_under_shuffling_is_one():
+    # under a permutation the statistic is ~N(0.5, 1/(12·s)): 4 sd below never happens
+    orig = linkrisk.datasets.synthetic(300, 4, seed=8)
+    rel = linkrisk.mask(orig, "noise", a=0.2, seed=9)
+    kinds = dict.fromkeys(orig.columns, "numeric")
+    for seed in range(5):
+        sh = rel.sample(frac=1, random_state=seed).reset_index(drop=True)
+        with pytest.raises(LinkriskError):
+            row_order_check(orig, sh, list(orig.columns), kinds, seed=seed)
+
+
+# ------------------------------------------------------------------ QI screening, codes
+def test_coded_integers_read_as_categories_with_a_warning():
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"region": rng.integers(1, 6, 300), "income": rng.normal(5e4, 1e4, 300),
+                       "age": rng.integers(18, 90, 300)})
+    assert coded(df["region"]) and not coded(df["income"]) and not coded(df["age"])
+    notes: list[str] = []
+    k = attribute_kinds(df, list(df.columns), notes=notes)
+    assert k == {"region": "nominal", "income": "numeric", "age": "numeric"}
+    assert "region" in notes[0] and "--kinds region=numeric" in notes[0]
+    assert attribute_kinds(df, ["region"], {"region": "numeric"}) == {"region": "numeric"}
+    # attack and assess agree on the kinds
+    rel = df.assign(income=df["income"] + rng.normal(0, 500, 300), age=df["age"] + 1,
+                    region=np.where(rng.random(300) < 0.1, 1, df["region"]))
+    with pytest.warns(LinkriskWarning, match="region"):
+        ctx, _ = make_context(df, rel)
+    with pytest.warns(LinkriskWarning, match="region"):
+        a = linkrisk.assess(df, rel)
+    assert a.settings["kinds"] == ctx.kinds
+    assert "dbrl_mixed" in a.results and "mahalanobis" not in a.results
+
+
+def test_household_codes_ids_weights_and_unchanged_columns(data_dir, tmp_path, capsys):
+    hh = linkrisk.datasets.load("household", data_dir, raw=True).head(800)
+    rel = hh.copy()
+    rng = np.random.default_rng(3)
+    for c in ("roof", "walls", "water"):
+        swap = rng.random(len(rel)) < 0.2
+        rel.loc[swap, c] = rng.permutation(rel[c].to_numpy())[swap]
+    rel["expend"] = rel["expend"] * rng.lognormal(0, 0.1, len(rel))
+    hh.to_csv(tmp_path / "hh.csv", index=False)
+    rel.to_csv(tmp_path / "rel.csv", index=False)
+    code, out, err = run(["assess", tmp_path / "hh.csv", tmp_path / "rel.csv",
+                          "-o", tmp_path / "r.html", "--json"], capsys)
+    assert code == 0, err
+    warn = [ln for ln in err.splitlines() if ln.startswith("warning:")]
+    text = " ".join(warn)
+    assert re.search(r"id-like column.*ori_hid", text)
+    assert re.search(r"weight-like columns sampling_weight, household_weights", text)
+    assert re.search(r"unchanged columns .*income", text) and "savings" in text
+    assert re.search(r"integer columns .*roof.* read as coded categories", text)
+    d = json.loads(out)
+    qi = d["settings"]["qi"]
+    assert set(qi) == {"roof", "walls", "water", "expend"}
+    assert d["settings"]["kinds"]["roof"] == "nominal"
+    assert d["settings"]["kinds"]["expend"] == "numeric"
+    assert len(d["warnings"]) == len(warn)
+    html = (tmp_path / "r.html").read_text()
+    assert "quasi-identifiers used" in html and "roof, walls, water, expend" in html
+    assert "ori_hid" in html  # named in the warnings section
+
+
+def test_id_and_weight_heuristics():
+    n = 50
+    assert id_like(pd.Series(np.arange(n)), "x")            # counts records
+    assert id_like(pd.Series([f"p{i}" for i in range(n)]), "name")
+    assert id_like(pd.Series(np.zeros(n)), "person_id")     # by name
+    assert id_like(pd.Series(np.zeros(n)), "UTILITYID")
+    assert not id_like(pd.Series(np.random.default_rng(0).normal(size=n)), "income")
+    assert not id_like(pd.Series(np.random.default_rng(0).permutation(n) * 7 + 3), "AGI")
+    assert not id_like(pd.Series(np.zeros(n)), "paid")
+    assert weight_like("AFNLWGT") and weight_like("household_weights") and weight_like("wt")
+    assert not weight_like("hours_per_week") and not weight_like("FEDTAX")
+
+
+def test_explicit_qi_is_used_as_given_and_identity_release_kept():
+    df = pd.DataFrame({"id": range(30), "x": np.linspace(0, 1, 30) ** 2})
+    notes: list[str] = []
+    assert select_qi(df, df, "id,x", notes=notes, screen=True) == ["id", "x"] and notes == []
+    # the research API keeps every common column unless asked to screen
+    assert select_qi(df, df) == ["id", "x"]
+    # the release equals the original on every QI: they stay, with a warning
+    same = select_qi(df[["x"]], df[["x"]], truth=np.arange(30), notes=notes, screen=True)
+    assert same == ["x"] and "nothing was masked" in notes[0]
+
+
+# ------------------------------------------------------------------ API argument types
+def test_api_argument_types(pair):
+    orig, rel = pair
+    r = linkrisk.attack(orig, rel, method=["dbrl"], memory_budget="64MiB")
+    assert r.method == "dbrl"
+    with pytest.raises(LinkriskError, match="qi must be"):
+        linkrisk.attack(orig, rel, qi=5)
+    with pytest.raises(LinkriskError, match="runs one method"):
+        linkrisk.attack(orig, rel, method=["dbrl", "prl"])
+    with pytest.raises(LinkriskError, match="method must be"):
+        linkrisk.attack(orig, rel, method=5)
+    with pytest.raises(LinkriskError, match="two columns named 'v1'"):
+        linkrisk.attack(orig.rename(columns={"v2": "v1"}), rel)
+    with pytest.raises(LinkriskError, match="cannot read memory size"):
+        linkrisk.attack(orig, rel, memory_budget="1.2.3MiB")
+    with pytest.raises(LinkriskError, match="non-negative"):
+        linkrisk.attack(orig, rel, seed=-5)
+    with pytest.raises(LinkriskError, match="must be an integer"):
+        linkrisk.attack(orig, rel, "kernel", d=2.5)
+    with pytest.raises(LinkriskError, match="integer from 1 to 50"):
+        linkrisk.attack(orig, rel, "kernel", d=200)
+
+
+# ------------------------------------------------------------------ all / applicability
+def test_all_means_every_applicable_attack_and_gdbrl_skip_is_listed(pair, capsys):
+    orig, rel = pair
+    a = linkrisk.assess(orig, rel, global_max_n=100)
+    assert "gdbrl" in a.skipped and "100 records" in a.skipped["gdbrl"]
+    assert "dbrl" in a.results and "dbrl_hamming" not in a.results
+    ctx, _ = make_context(orig, rel)
+    assert "--kinds" in why_not(ctx, "dbrl_hamming")
+    assert why_not(ctx, "dbrl") is None
+
+
+def test_attack_all_on_numeric_files_runs_and_lists_skips(pair, tmp_path, capsys):
+    orig, rel = pair
+    orig.to_csv(tmp_path / "o.csv", index=False)
+    rel.to_csv(tmp_path / "m.csv", index=False)
+    code, out, err = run(["attack", tmp_path / "o.csv", tmp_path / "m.csv", "-m", "all",
+                          "--json"], capsys)
+    assert code == 0, err
+    names = {r["method"] for r in json.loads(out)}
+    applicable = {n for n in linkrisk.ATTACKS if n != "dbrl_hamming"}
+    assert names == applicable
+    assert "not run dbrl_hamming: hamming compares categories" in err
+    assert "--kinds" in err and "kinds={" not in err
+
+
+# ------------------------------------------------------------------ report and gating
+def test_report_has_no_record_values_by_default(pair, tmp_path, capsys):
+    orig, rel = pair
+    orig.to_csv(tmp_path / "o.csv", index=False)
+    rel.to_csv(tmp_path / "m.csv", index=False)
+    code, _, err = run(["assess", tmp_path / "o.csv", tmp_path / "m.csv", "-m", "dbrl,rbrl_max",
+                        "-o", tmp_path / "r.html"], capsys)
+    assert code == 0, err
+    html = (tmp_path / "r.html").read_text()
+    exposed = html.split('id="exposed"')[1].split('id="inputs"')[0]
+    from linkrisk.report import fmt
+
+    # values ≥ 1000 cannot be confused with record numbers (< 500), risks or shares
+    values = {fmt(v) for v in orig.to_numpy().ravel() if abs(v) >= 1000}
+    cells = set(re.findall(r"<td[^>]*>([^<]*)</td>", exposed))
+    assert not (cells & values) and 'class="banner"' not in html
+    import hashlib
+
+    digest = hashlib.sha256((tmp_path / "o.csv").read_bytes()).hexdigest()
+    assert digest in html and "linkrisk assess" in html and "-m dbrl,rbrl_max" in html
+    code, _, err = run(["assess", tmp_path / "o.csv", tmp_path / "m.csv", "-m", "dbrl",
+                        "-o", tmp_path / "r2.html", "--include-records"], capsys)
+    assert code == 0 and "confidential" in err
+    html = (tmp_path / "r2.html").read_text()
+    exposed = html.split('id="exposed"')[1].split('id="inputs"')[0]
+    assert 'class="banner"' in html and set(re.findall(r"<td[^>]*>([^<]*)</td>", exposed)) & values
+
+
+def test_max_risk_exit_codes(pair, tmp_path, capsys):
+    orig, rel = pair
+    orig.to_csv(tmp_path / "o.csv", index=False)
+    rel.to_csv(tmp_path / "m.csv", index=False)
+    args = ["assess", tmp_path / "o.csv", tmp_path / "m.csv", "-m", "dbrl"]
+    code, out, err = run(args + ["--max-risk", "5%"], capsys)
+    assert code == 3 and "above the limit" in err and "Worst case" in out
+    code, out, err = run(args + ["--max-risk", "100"], capsys)
+    assert code == 0 and "within the limit" in err
+    code, out, err = run(args + ["--max-risk", "5%", "--json"], capsys)
+    assert code == 3 and json.loads(out)["exceeds_max_risk"] is True
+    code, out, err = run(args, capsys)
+    assert code == 0
+
+
+def test_attacks_alias_and_version(pair, tmp_path, capsys):
+    orig, rel = pair
+    orig.to_csv(tmp_path / "o.csv", index=False)
+    rel.to_csv(tmp_path / "m.csv", index=False)
+    code, out, _ = run(["assess", tmp_path / "o.csv", tmp_path / "m.csv", "--attacks", "dbrl",
+                        "--json"], capsys)
+    assert code == 0 and [r["method"] for r in json.loads(out)["attacks"]] == ["dbrl"]
+    code, out, _ = run(["--version"], capsys)
+    assert code == 0 and out.strip() == f"linkrisk {linkrisk.__version__}"
+    code, out, _ = run(["assess", "--help"], capsys)
+    assert "--attacks" not in out and "--method" in out and "<bool>" not in out
+    code, out, _ = run(["study", "--help"], capsys)
+    assert "[quick]" in out
+
+
+def test_mask_prints_the_seed_it_used(pair, tmp_path, capsys):
+    orig, _ = pair
+    orig.to_csv(tmp_path / "o.csv", index=False)
+    code, _, err = run(["mask", tmp_path / "o.csv", "-m", "noise", "-p", "a=0.5", "-o", tmp_path / "a.csv"],
+                       capsys)
+    assert code == 0
+    seed = int(re.search(r"seed (\d+) \(pass --seed", err).group(1))
+    code, _, _ = run(["mask", tmp_path / "o.csv", "-m", "noise", "-p", "a=0.5", "-o", tmp_path / "b.csv",
+                      "--seed", seed], capsys)
+    assert (tmp_path / "a.csv").read_bytes() == (tmp_path / "b.csv").read_bytes()
+
+
+# ------------------------------------------------------------------ dependencies, progress
+def test_global_categorical_matching_without_pot(monkeypatch):
+    rng = np.random.default_rng(2)
+    a = pd.DataFrame({c: pd.Categorical(rng.choice(list("abc"), 300)) for c in "xyz"})
+    b = a.copy()
+    flip = rng.random(300) < 0.2
+    b.loc[flip, "x"] = rng.choice(list("abc"), int(flip.sum()))
+    with_pot = linkrisk.attack(a, b, "gdbrl", metric="hamming", solver="auto",
+                               dense_max_n=10)
+    monkeypatch.setitem(sys.modules, "ot", None)  # import ot → ImportError
+    from linkrisk.engine.matching import transport
+
+    assert not transport.available()
+    without = linkrisk.attack(a, b, "gdbrl", metric="hamming", solver="auto", dense_max_n=10)
+    assert with_pot.extra["solver"] == "patterns" and without.extra["solver"] != "patterns"
+    # both are optimal one-to-one matchings: same total cost
+    assert without.extra["total_cost"] == pytest.approx(with_pot.extra["total_cost"])
+    with pytest.raises(LinkriskError, match=r"linkrisk\[transport\]"):
+        linkrisk.attack(a, b, "gdbrl", metric="hamming", solver="patterns")
+
+
+def test_prl_and_screened_dbrl_report_progress():
+    orig = linkrisk.datasets.synthetic(400, 4, seed=1)
+    rel = linkrisk.mask(orig, "noise", a=0.5, seed=2)
+    calls = []
+    linkrisk.attack(orig, rel, "prl", progress=lambda d, t: calls.append((d, t)), tol=0.1)
+    assert len(calls) >= 10 and calls[-1] == (400, 400)
+    pytest.importorskip("faiss")
+    from linkrisk.engine import nearest_sets
+
+    x = np.random.default_rng(0).normal(size=(3000, 3))
+    calls = []
+    nearest_sets(x, x + 0.01, metric="sqeuclidean", screen="faiss",
+                 progress=lambda d, t: calls.append((d, t)))
+    assert len(calls) >= 3 and calls[-1][0] == calls[-1][1]
+
+
+def test_progress_lines_without_a_terminal(pair, tmp_path, capsys, monkeypatch):
+    orig, rel = pair
+    orig.to_csv(tmp_path / "o.csv", index=False)
+    rel.to_csv(tmp_path / "m.csv", index=False)
+    monkeypatch.setattr(cli, "PLAIN_EVERY", 0.0)
+    code, _, err = run(["attack", tmp_path / "o.csv", tmp_path / "m.csv", "-m", "prl"], capsys)
+    assert code == 0
+    assert re.search(r"^prl: [\d,]+/500 records \(\d+ %\), \d+ s$", err, flags=re.M)
+
+
+def test_install_hint_keeps_its_brackets(capsys):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        code, _, err = run(["attack", "a[report].csv", "b.csv"], capsys)
+    assert code == 2 and "a[report].csv" in err
