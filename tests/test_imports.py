@@ -18,10 +18,12 @@ ROOT = Path(linkrisk.__file__).resolve().parent
 LAYER = {"errors": 0, "params": 0, "options": 0, "truth": 0, "data": 1, "datasets": 1, "fileio": 1, "masking": 1,
          "engine": 2, "attacks": 3, "measures": 4, "assessment": 5, "experiments": 5,
          "catalog": 5, "report": 6, "cli": 7, "": 8, "__main__": 8}
-#: known edges against the flow, owned by another change: assessment imports report (to
-#: render) and the package root (for __version__); the trust/CLI branch removes them.
-#: Delete this entry when that branch is merged.
-KNOWN = {("linkrisk.assessment", "linkrisk.report"), ("linkrisk.assessment", "linkrisk")}
+#: known edges against the flow, owned by the trust/CLI change: assessment imports report
+#: (to render) and the package root (for __version__), and so does cli (__version__).
+#: They make the one remaining circle (linkrisk ↔ assessment ↔ report); delete an entry
+#: when its import is gone.
+KNOWN = {("linkrisk.assessment", "linkrisk.report"), ("linkrisk.assessment", "linkrisk"),
+         ("linkrisk.cli", "linkrisk")}
 
 
 def _modules() -> dict[str, tuple[Path, bool]]:
