@@ -4,7 +4,7 @@ pre-test, on the first certificate of the global-matching benchmark problem.
 Data as ``benchmarks/global_matching.py`` (``synthetic(n, 13)`` + 0.25·σ noise, Euclidean on
 standardized values). The script builds the sparse solver's first state exactly as
 :mod:`linkrisk.engine.matching` does (float32-screened k-NN lists, k = 64, sparse JV,
-flattened duals), finds the suspect rows and times :func:`linkrisk.engine.knn.scan_gated`
+flattened duals), finds the suspect rows and times :func:`linkrisk.engine.matching.knn.scan_gated`
 on them in four ways, checking that all return the same result bit for bit:
 
 * float64              — each block of columns scored exactly, then tested without √;
@@ -41,9 +41,10 @@ def main() -> None:
     from global_matching import _data
 
     from linkrisk.engine import standardize
-    from linkrisk.engine.assignment import SparseAssignment
-    from linkrisk.engine.knn import Pairwise, scan_gated
-    from linkrisk.engine.matching import (
+    from linkrisk.engine.matching.assignment import SparseAssignment
+    from linkrisk.engine.matching.knn import scan_gated
+    from linkrisk.engine.matching.screen32 import knn_screened
+    from linkrisk.engine.matching.solver import (
         RTOL,
         SCAN_CAP,
         SCAN_SLACK,
@@ -51,7 +52,7 @@ def main() -> None:
         _scale,
         _suspects,
     )
-    from linkrisk.engine.screen32 import knn_screened
+    from linkrisk.engine.nearest import Pairwise
 
     x, y = _data(args.n, args.seed)
     pw = Pairwise.build(standardize(x.to_numpy()), standardize(y.to_numpy()), "sqeuclidean",

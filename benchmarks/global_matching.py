@@ -80,7 +80,8 @@ def _child(method: str, n: int, seed: int, budget: int, progress: bool = False) 
         # compile (or load the cache of) the kernels outside the timing; a 300-record
         # problem may certify without scanning a row, so the scan kernel is called directly
         linkrisk.attack(x.iloc[:300], y.iloc[:300], method="gdbrl", solver="sparse")
-        from linkrisk.engine.knn import Pairwise, scan_gated
+        from linkrisk.engine.matching.knn import scan_gated
+        from linkrisk.engine.nearest import Pairwise
 
         pw = Pairwise.build(x.to_numpy()[:50], y.to_numpy()[:50], root=True)
         for screened in (False, True):

@@ -302,7 +302,7 @@ def test_global_categorical_matching_without_pot(monkeypatch):
     with_pot = linkrisk.attack(a, b, "gdbrl", metric="hamming", solver="auto",
                                dense_max_n=10)
     monkeypatch.setitem(sys.modules, "ot", None)  # import ot → ImportError
-    from linkrisk.engine import transport
+    from linkrisk.engine.matching import transport
 
     assert not transport.available()
     without = linkrisk.attack(a, b, "gdbrl", metric="hamming", solver="auto", dense_max_n=10)

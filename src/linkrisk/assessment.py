@@ -16,8 +16,7 @@ import pandas as pd
 
 from .attacks import make_context, resolve_methods, run_attack, truth_description, why_not
 from .attacks.base import AttackResult, _plain
-from .engine import DEFAULT_MEMORY_BUDGET
-from .engine.nearest import Progress
+from .engine.nearest import DEFAULT_MEMORY_BUDGET, Progress
 from .errors import LinkriskError, LinkriskWarning
 from .measures import (
     disclosure_risk,

@@ -284,7 +284,7 @@ def attack(
         raise LinkriskError("no attack applies to these files: "
                             + "; ".join(f"{k}: {v}" for k, v in skipped.items()))
     if backend == "dask" and scheduler is None:  # one local cluster for all attacks
-        from .engine.distributed import client_for
+        from .engine.nearest.distributed import client_for
 
         ctx.scheduler, _ = client_for(None)
     results, frames, failed = [], [], {}

@@ -104,7 +104,7 @@ def test_bounds_carried_over_fresh_starts(monkeypatch, rise_eps, risen_max):
     # every repair round restarts the solver; the row bounds survive the new duals through
     # column scans of the columns whose v rose (rise_eps = 0: all of them) and a uniform
     # drop of the others (rise_eps = 1e9: no column scans at all)
-    from linkrisk.engine import matching
+    from linkrisk.engine.matching import solver as matching
 
     monkeypatch.setattr(matching, "RESTART_FREE", 0.0)
     monkeypatch.setattr(matching, "RISE_EPS", rise_eps)

@@ -6,7 +6,7 @@ import pytest
 
 import linkrisk
 from linkrisk.engine import nearest_sets
-from linkrisk.engine.distributed import dask_nearest_sets
+from linkrisk.engine.nearest.distributed import dask_nearest_sets
 
 distributed = pytest.importorskip("distributed", reason="needs dask: pip install -e '.[dask]'")
 
@@ -28,7 +28,7 @@ def files():
 
 
 @pytest.mark.parametrize("method", ["dbrl", "dbrl_l1", "mahalanobis", "kernel", "rbrl_sum",
-                                    "rbrl_max"])
+                                    "rbrl_max", "rsrl"])
 def test_attacks_identical_to_local(client, files, method):
     orig, rel = files
     local = linkrisk.attack(orig, rel, method, seed=9)
@@ -57,10 +57,16 @@ def test_engine_blocks_and_ties(client):
     for f in ("min_score", "count", "true_in_set", "true_score", "link"):
         np.testing.assert_array_equal(getattr(dist, f), getattr(local, f))
     assert seen[-1] == 2500 and (local.count > 1).any()
+    # rows given their own ids (a subset of a larger file): the same links as locally
+    rid = np.arange(2500, dtype=np.int64) * 7 + 11
+    local = nearest_sets(a, b, truth=truth, seed=3, row_ids=rid)
+    dist = dask_nearest_sets(a, b, truth=truth, seed=3, scheduler=client, block_rows=333,
+                             row_ids=rid)
+    np.testing.assert_array_equal(dist.link, local.link)
 
 
 def test_bad_backend_and_unreachable_scheduler(files, monkeypatch):
-    from linkrisk.engine import distributed as dd
+    from linkrisk.engine.nearest import distributed as dd
 
     monkeypatch.setattr(dd, "CONNECT_TIMEOUT", "2s")
     orig, rel = files

@@ -8,9 +8,10 @@ import pytest
 from scipy.spatial.distance import cdist
 
 from linkrisk.engine import Tables, average_ranks
-from linkrisk.engine.intkernels import I_HAMMING, I_L1, I_LINF, integer_form
-from linkrisk.engine.kernels import METRIC_CODES
-from linkrisk.engine.nearest import Kernel, exact_sets
+from linkrisk.engine.nearest import Pairwise
+from linkrisk.engine.nearest.intkernels import I_HAMMING, I_L1, I_LINF, integer_form
+from linkrisk.engine.nearest.kernels import METRIC_CODES
+from linkrisk.engine.nearest.sets import exact_sets
 
 RTOL = 1e-9
 
@@ -20,11 +21,10 @@ def _hamming_tables(sizes):
 
 
 def _run(a, b, metric, tables=None, *, integer, cap=32, seed=3):
-    code = METRIC_CODES[metric]
     tables = tables or Tables.empty(a.shape[1])
-    kern = Kernel(code, 2, tables, a, b)
+    pw = Pairwise.build(a, b, metric, degree=2, tables=tables, transpose=False)
     truth = np.arange(a.shape[0]) % b.shape[0]
-    return exact_sets(a, b, kern, truth, np.arange(a.shape[0]), rtol=RTOL, seed=seed, cap=cap,
+    return exact_sets(pw, truth, np.arange(a.shape[0]), rtol=RTOL, seed=seed, cap=cap,
                       memory_budget=2**20, progress=None, integer=integer)
 
 

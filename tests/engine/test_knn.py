@@ -11,8 +11,8 @@ from scipy.optimize import linear_sum_assignment
 from scipy.spatial.distance import cdist
 
 from linkrisk.engine import Tables
-from linkrisk.engine.assignment import SparseAssignment, allowed_edges, to_csr
-from linkrisk.engine.knn import (
+from linkrisk.engine.matching.assignment import SparseAssignment, allowed_edges, to_csr
+from linkrisk.engine.matching.knn import (
     Pairwise,
     count_within,
     dense_costs,
@@ -283,7 +283,7 @@ def test_allowed_edges_equal_enumeration(seed):
 
 @pytest.mark.parametrize("seed", range(4))
 def test_merge_csr_equals_sorting_the_union(seed):
-    from linkrisk.engine.assignment import merge_csr
+    from linkrisk.engine.matching.assignment import merge_csr
 
     rng = np.random.default_rng(seed)
     n, n_c = 50, 40
@@ -299,8 +299,8 @@ def test_merge_csr_equals_sorting_the_union(seed):
 
 def test_list_graph_is_the_union_of_both_lists_within_delta():
     # the candidate graph built row by row equals sorting all list edges at once
-    from linkrisk.engine.assignment import merge_csr
-    from linkrisk.engine.matching import _cols_csr, _rows_csr
+    from linkrisk.engine.matching.assignment import merge_csr
+    from linkrisk.engine.matching.solver import _cols_csr, _rows_csr
 
     rng = np.random.default_rng(3)
     n_r, n_c, k = 60, 70, 5
@@ -325,7 +325,7 @@ def test_gated_pre_tests_never_drop_a_pair_at_the_threshold(kind):
     """The branch-free pre-tests of a block (no √; float32 scores with an error bound) say
     'maybe' for every pair whose exact r = fl(cost − off) is below θ, also when θ is one
     ulp above r, and 'no' far above it."""
-    from linkrisk.engine.knn import _any_below, _maybe32
+    from linkrisk.engine.matching.knn import _any_below, _maybe32
 
     rng = np.random.default_rng(7)
     n = 100_000

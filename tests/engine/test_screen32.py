@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 from scipy.spatial.distance import cdist
 
-from linkrisk.engine.knn import Pairwise, knn
-from linkrisk.engine.screen32 import knn_screened
+from linkrisk.engine.matching.knn import knn
+from linkrisk.engine.matching.screen32 import knn_screened
+from linkrisk.engine.nearest import Pairwise
 
 
 def _pair(n, n2, m, seed, ties=False):

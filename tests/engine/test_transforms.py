@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy.stats import rankdata
 
-from linkrisk.engine.transforms import (
+from linkrisk.engine.nearest.transforms import (
     average_ranks,
     covariance,
     difference_sd,

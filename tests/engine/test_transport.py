@@ -8,7 +8,8 @@ from scipy.optimize import linear_sum_assignment
 from scipy.spatial.distance import cdist
 
 import linkrisk
-from linkrisk.engine import min_cost_matching, transport
+from linkrisk.engine import min_cost_matching
+from linkrisk.engine.matching import transport
 from linkrisk.errors import LinkriskError
 
 pytestmark = pytest.mark.skipif(not transport.available(), reason="needs POT: pip install -e '.[transport]'")

@@ -12,12 +12,17 @@ import numpy as np
 import pandas as pd
 
 from ..data import attribute_kinds, parse_columns, select_qi, truth_from_ids
-from ..engine import DEFAULT_MEMORY_BUDGET
-from ..engine.nearest import Progress
+from ..engine.nearest import DEFAULT_MEMORY_BUDGET, Progress
 from ..errors import LinkriskError, LinkriskWarning
 from ..options import check_seed, parse_size
 from ..truth import row_order_check
-from . import categorical, distance, globalmatch, probabilistic, rank, rankswap  # noqa: F401  (registers the attacks)
+
+# the import order is the registry's order (docs, ``linkrisk methods``, "all"): dbrl and its
+# variants first
+from . import distance  # noqa: F401  (registers the attacks)
+
+# isort: split
+from . import categorical, globalmatch, probabilistic, rank, rankswap  # noqa: F401
 from .base import ATTACKS, AttackResult, LinkContext, Outcome
 
 DIRECTIONS = {

@@ -12,8 +12,7 @@ import numpy as np
 import pandas as pd
 
 from ..data import numeric_matrix
-from ..engine import DEFAULT_MEMORY_BUDGET, NearestSets, nearest_sets
-from ..engine.nearest import Progress
+from ..engine.nearest import DEFAULT_MEMORY_BUDGET, NearestSets, Progress, nearest_sets
 from ..errors import LinkriskError
 from ..params import Param, as_params, coerce_params
 
@@ -67,18 +66,23 @@ class LinkContext:
         self._num = None
         return num
 
-    def nearest(self, a: np.ndarray, b: np.ndarray, metric: str, **kw: Any) -> Outcome:
+    def nearest(self, a: np.ndarray, b: np.ndarray, metric: str, *,
+                rows: np.ndarray | None = None, **kw: Any) -> Outcome:
         """Candidate sets of the rows of ``a`` among the rows of ``b`` under ``metric``,
         with this context's truth, memory budget, seed and progress callback; on a Dask
-        cluster when ``backend == "dask"`` (same result)."""
+        cluster when ``backend == "dask"`` (same result). ``rows``: ``a`` holds only these
+        rows of the attacker's file (their truth and tie-breaking ids are used)."""
+        truth = self.truth if rows is None else self.truth[rows]
+        if rows is not None:
+            kw["row_ids"] = rows
         if self.backend == "dask":
-            from ..engine.distributed import dask_nearest_sets
+            from ..engine.nearest.distributed import dask_nearest_sets
 
-            return Outcome(dask_nearest_sets(a, b, metric=metric, truth=self.truth,
+            return Outcome(dask_nearest_sets(a, b, metric=metric, truth=truth,
                                              scheduler=self.scheduler,
                                              memory_budget=self.memory_budget,
                                              seed=self.seed, progress=self.progress, **kw))
-        return Outcome(nearest_sets(a, b, metric=metric, truth=self.truth,
+        return Outcome(nearest_sets(a, b, metric=metric, truth=truth,
                                     memory_budget=self.memory_budget, seed=self.seed,
                                     progress=self.progress, **kw))
 

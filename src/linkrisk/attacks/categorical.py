@@ -5,7 +5,7 @@ Both files are encoded with **one shared category → code mapping per attribute
 category seen in only one file still gets a code) and each categorical attribute gets an
 L×L table of category distances; the engine's ``mixed`` metric then scores a pair as the
 sum of the table entries (plus (a−b)² for numeric attributes), blockwise and without Python
-loops over pairs. The result is a :class:`~linkrisk.attacks.distance.Space` with metric
+loops over pairs. The result is a :class:`~linkrisk.attacks.spaces.Space` with metric
 ``"mixed"`` and ``kw={"tables": Tables}``, usable for nearest sets and global-matching
 costs alike (``pair_scores`` below scores listed pairs with the same tables).
 
@@ -59,11 +59,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..engine import Tables, standardize
+from ..engine.nearest import Pairwise, Tables, standardize
 from ..errors import LinkriskError
 from ..params import Param
 from .base import KINDS, LinkContext, Outcome, register
-from .distance import Space, linked
+from .spaces import Space
 
 #: metrics served by this module (besides the categorical defaults of dbrl and friends)
 CATEGORICAL_METRICS = ("hamming", "mixed")
@@ -380,19 +380,11 @@ def _orientation(ctx: LinkContext, rels: dict[str, dict[Any, set]]) -> bool:
 
 
 def pair_scores(sp: Space, ia: np.ndarray, ib: np.ndarray) -> np.ndarray:
-    """Scores of the pairs (A[ia], B[ib]) of a ``mixed`` space, vectorized (numpy), the
-    same sum in the same attribute order as the engine's kernel (square-rooted when
-    ``sp.root``)."""
-    t: Tables = sp.kw["tables"]
-    ia, ib = np.asarray(ia, np.int64), np.asarray(ib, np.int64)
-    acc = np.zeros(ia.shape[0])
-    for j in range(sp.a.shape[1]):
-        x, y = sp.a[ia, j], sp.b[ib, j]
-        size = int(t.size[j])
-        if size == 0:
-            acc += (x - y) ** 2
-        else:
-            acc += t.flat[t.off[j] + x.astype(np.int64) * size + y.astype(np.int64)]
+    """Scores of the pairs (A[ia], B[ib]) of a ``mixed`` space with the engine's own
+    arithmetic (:meth:`~linkrisk.engine.nearest.Pairwise.pair_scores`), square-rooted when
+    ``sp.root``."""
+    pw = Pairwise.build(sp.a, sp.b, "mixed", tables=sp.kw["tables"], transpose=False)
+    acc = pw.pair_scores(np.asarray(ia, np.int64), np.asarray(ib, np.int64))
     return np.sqrt(acc) if sp.root else acc
 
 
@@ -419,8 +411,9 @@ def dbrl_mixed(ctx: LinkContext, weights: Any = None, categories: Any = None,
     (a'_j − b'_j)² on per-file standardized values; ∞ for category pairs the known
     masking cannot produce (``masking_map``). ``dbrl`` on categorical QIs is this attack
     with default parameters. See :mod:`linkrisk.attacks.categorical`."""
-    out = linked(ctx, "mixed", weights=weights, categories=categories,
-                 masking_aware=masking_aware, masking_map=masking_map)
+    sp = categorical_space(ctx, "mixed", weights=weights, categories=categories,
+                           masking_aware=masking_aware, masking_map=masking_map)
+    out = ctx.nearest(sp.a, sp.b, sp.metric, **sp.kw)
     out.extra["metric"] = "mixed"
     return out
 
@@ -431,7 +424,8 @@ def dbrl_hamming(ctx: LinkContext, weights: Any = None, masking_aware: bool | No
                  masking_map: Any = None) -> Outcome:
     """d(a,b) = Σ_j w_j·χ(a_j ≠ b_j) over categorical QIs (ordinal ones compared as
     nominal); ∞ for category pairs the known masking cannot produce."""
-    out = linked(ctx, "hamming", weights=weights, masking_aware=masking_aware,
-                 masking_map=masking_map)
+    sp = categorical_space(ctx, "hamming", weights=weights, masking_aware=masking_aware,
+                           masking_map=masking_map)
+    out = ctx.nearest(sp.a, sp.b, sp.metric, **sp.kw)
     out.extra["metric"] = "hamming"
     return out

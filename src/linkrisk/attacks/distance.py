@@ -12,12 +12,11 @@ Herranz, Nin & Torra (2010) for kernel DBRL and the tie-aware measure.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from ..engine.transforms import (
+from ..engine.nearest.transforms import (
     average_ranks,
     covariance,
     difference_sd,
@@ -28,19 +27,7 @@ from ..engine.transforms import (
 from ..errors import LinkriskError
 from ..params import Param
 from .base import KINDS, LinkContext, Outcome, register
-
-
-@dataclass
-class Space:
-    """Both files mapped so that the engine ``metric`` on (a, b) is the wanted score.
-    ``root``: the distance is the square root of the engine's score (Euclidean from squared
-    Euclidean), which keeps argmin sets but matters for sums (global matching costs)."""
-
-    a: np.ndarray
-    b: np.ndarray
-    metric: str
-    kw: dict[str, Any] = field(default_factory=dict)
-    root: bool = False
+from .spaces import Space
 
 
 DBRL2_SIGMAS = ("spread", "aligned")

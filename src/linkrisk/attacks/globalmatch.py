@@ -29,7 +29,7 @@ Options (docs/methods.md):
   graphs are owner-side approximations (they use the truth); records with no true image
   use h = max h(a).
 * Edges in no perfect matching of a restricted graph are pruned before solving (Tassa
-  2012, see :mod:`linkrisk.engine.assignment`); ``pruned_edges`` reports how many.
+  2012, see :mod:`linkrisk.engine.matching.assignment`); ``pruned_edges`` reports how many.
 * Unequal sizes (n ≠ n'): the smaller file is padded with dummy records at a constant
   cost. Since every perfect matching uses each dummy exactly once, the constant adds the
   same total to all of them, so the real records' matching is the same for any constant:
@@ -41,7 +41,7 @@ Exactness: small files use a dense solver; large ones a k-NN candidate graph who
 optimum is certified for the complete graph by LP duality (``certified`` in the result's
 extra; see :mod:`linkrisk.engine.matching`). Files that repeat their records
 (categorical data: Adult's 32,561 records hold 8,688 distinct ones) are solved as a
-transport between distinct records, also certified (:mod:`linkrisk.engine.transport`).
+transport between distinct records, also certified (:mod:`linkrisk.engine.matching.transport`).
 
 Ties: with duplicate records several matchings are optimal. Rows are processed in a
 seeded random order so the reported one does not favour the truth. ``ties="matching"``
@@ -56,9 +56,15 @@ from typing import Any
 
 import numpy as np
 
-from ..engine.knn import Pairwise, count_within, kth_cost, pair_costs
-from ..engine.matching import DEFAULT_K, DEFAULT_K_LIST, DENSE_MAX_N, min_cost_matching
-from ..engine.nearest import NearestSets
+from ..engine.matching.knn import count_within, kth_cost, pair_costs
+from ..engine.matching.solver import (
+    DEFAULT_K,
+    DEFAULT_K_LIST,
+    DENSE_MAX_N,
+    Matching,
+    min_cost_matching,
+)
+from ..engine.nearest import NearestSets, Pairwise
 from ..errors import LinkriskError
 from ..params import Param
 from .base import KINDS, LinkContext, Outcome, register
@@ -141,43 +147,67 @@ def gdbrl(
     true_cost = np.full(n_a, np.inf)
     true_cost[has] = pair_costs(pw, np.flatnonzero(has), truth[has])
     extra: dict[str, Any] = {"metric": metric}
-
-    dlt = np.inf
-    if delta is not None:
-        if isinstance(delta, str):
-            if delta != "owner":
-                raise LinkriskError(f"delta must be a number or 'owner', got {delta!r}")
-            _need_truth(has, "delta='owner'")
-            dlt = float(true_cost[has].max())
-        else:
-            dlt = float(delta)
-            if not dlt >= 0:
-                raise LinkriskError(f"delta must be a non-negative distance, got {delta}")
-        extra["delta"] = dlt
-
-    row_limit = None
-    if approx is not None:
-        _need_truth(has, f"approx={approx!r}")
-        # h(a) = #{b : d(a, b) < d(a, true(a))}: one counting pass
-        h_a = np.full(n_a, -1, np.int64)
-        h_a[has] = count_within(_rows(pw, has), true_cost[has], strict=True)
-        h = int(h_a.max())
-        extra["h"] = h
-        # rank_a(b) ≤ h  ⇔  d(a, b) ≤ (h+1)-th smallest distance of a
-        tau = kth_cost(pw, np.full(n_a, h + 1)) if (approx == "agdbrl1" or not has.all()) \
-            else None
-        if approx == "agdbrl1":
-            row_limit = tau
-        else:
-            # rank_a(b) ≤ h(a)  ⇔  d(a, b) ≤ d(a, true(a))
-            row_limit = np.where(has, true_cost, tau if tau is not None else np.inf)
-        extra["approx"] = approx
-
+    dlt = _delta(delta, has, true_cost, extra)
+    row_limit = _row_limit(approx, pw, has, true_cost, extra)
     res = min_cost_matching(
         pw.x, pw.y, metric=sp.metric, root=sp.root, delta=dlt, row_limit=row_limit,
         solver=solver, k=k, k_list=k_list, dense_max_n=dense_max_n, ties=ties, seed=ctx.seed,
         memory_budget=ctx.memory_budget, progress=ctx.progress, **sp.kw)
+    sets = _sets(res, truth, true_cost, extra)
+    extra.update(ties=ties)
+    extra.update({k_: v for k_, v in res.info.items() if k_ not in ("k",)})
+    return Outcome(sets, extra)
 
+
+def _delta(delta: float | str | None, has: np.ndarray, true_cost: np.ndarray,
+           extra: dict[str, Any]) -> float:
+    """The distance threshold Δ: a number, ``"owner"`` (the largest true-pair distance)
+    or ∞ (None)."""
+    if delta is None:
+        return np.inf
+    if isinstance(delta, str):
+        if delta != "owner":
+            raise LinkriskError(f"delta must be a number or 'owner', got {delta!r}")
+        _need_truth(has, "delta='owner'")
+        dlt = float(true_cost[has].max())
+    else:
+        dlt = float(delta)
+        if not dlt >= 0:
+            raise LinkriskError(f"delta must be a non-negative distance, got {delta}")
+    extra["delta"] = dlt
+    return dlt
+
+
+def _row_limit(approx: str | None, pw: Pairwise, has: np.ndarray, true_cost: np.ndarray,
+               extra: dict[str, Any]) -> np.ndarray | None:
+    """Per-row distance limits of the approximate attacks (None for the exact one):
+    h = max_a #{b : d(a, b) < d(a, true(a))}; agdbrl1 keeps each row's h+1 nearest
+    records, agdbrl2 the records no farther than its true image."""
+    if approx is None:
+        return None
+    n_a = pw.x.shape[0]
+    _need_truth(has, f"approx={approx!r}")
+    # h(a) = #{b : d(a, b) < d(a, true(a))}: one counting pass
+    h_a = np.full(n_a, -1, np.int64)
+    h_a[has] = count_within(pw if has.all() else pw.rows(has), true_cost[has], strict=True)
+    h = int(h_a.max())
+    extra["h"] = h
+    # rank_a(b) ≤ h  ⇔  d(a, b) ≤ (h+1)-th smallest distance of a
+    tau = kth_cost(pw, np.full(n_a, h + 1)) if (approx == "agdbrl1" or not has.all()) \
+        else None
+    extra["approx"] = approx
+    if approx == "agdbrl1":
+        return tau
+    # rank_a(b) ≤ h(a)  ⇔  d(a, b) ≤ d(a, true(a))
+    return np.where(has, true_cost, tau if tau is not None else np.inf)
+
+
+def _sets(res: Matching, truth: np.ndarray, true_cost: np.ndarray, extra: dict[str, Any]
+          ) -> NearestSets:
+    """The matching as candidate sets: the matched record, or under ties="expected" every
+    record some optimal matching links (expected correct links in ``extra``)."""
+    n_a = truth.shape[0]
+    has = truth >= 0
     link = res.link
     linked = link >= 0
     fixed = linked & has & (link == truth)
@@ -191,24 +221,14 @@ def gdbrl(
     else:
         count = linked.astype(np.int64)
         true_in = fixed
-    sets = NearestSets(min_score=res.cost, count=count, true_in_set=true_in,
-                       true_score=true_cost, link=link)
     extra.update(total_cost=res.total_cost, certified=res.certified, gap_bound=res.gap_bound,
                  fixed_points=int(fixed.sum()), solver=res.solver, k=res.k,
-                 n_edges=res.n_edges, dummies=int((~linked).sum()), ties=ties)
-    extra.update({k_: v for k_, v in res.info.items() if k_ not in ("k",)})
-    return Outcome(sets, extra)
+                 n_edges=res.n_edges, dummies=int((~linked).sum()))
+    return NearestSets(min_score=res.cost, count=count, true_in_set=true_in,
+                       true_score=true_cost, link=link)
 
 
 def _need_truth(has: np.ndarray, what: str) -> None:
     if not has.any():
         raise LinkriskError(f"{what} uses the true pairs but no record has a known true "
                             "image; give matching id columns with ids=")
-
-
-def _rows(pw: Pairwise, mask: np.ndarray) -> Pairwise:
-    """The pairwise set-up restricted to the rows of x in ``mask``."""
-    if mask.all():
-        return pw
-    return Pairwise(np.ascontiguousarray(pw.x[mask]), pw.y, pw.yt, pw.code, pw.degree,
-                    pw.kxx[mask], pw.kyy, pw.tables, pw.root)

@@ -74,8 +74,8 @@ import numpy as np
 from scipy.special import expit
 
 from ..data import numeric_matrix
-from ..engine import RTOL, NearestSets, Tables
-from ..engine.nearest import Progress
+from ..engine.nearest import RTOL, NearestSets, Progress, Tables
+from ..engine.nearest.rules import settle, splitmix_np, tie_threshold_np
 from ..errors import LinkriskError
 from ..grouping import subset_walk
 from ..params import Param
@@ -242,44 +242,21 @@ def _pair_counts(cmp: Comparison, progress: Progress | None = None) -> np.ndarra
     return total
 
 
-@nb.njit(inline="always")
-def _mix(seed, i):
-    """splitmix64 of (seed, i), as the engine's tie breaking."""
-    z = np.uint64(seed) * np.uint64(0x9E3779B97F4A7C15) + np.uint64(i) + np.uint64(1)
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return z ^ (z >> np.uint64(31))
-
-
 @nb.njit(parallel=True, cache=True)
 def _pair_best_kernel(a, b, tol, score, truth, seed, rtol, out_min, out_count, out_true,
                       out_link, i0=0):
-    """C(a) = {b : score[γ(a,b)] ≤ min + rtol·|min|} for every a; link = the
-    (mix(seed, a) mod |C|)-th member in B order, as the engine."""
+    """C(a) = {b : score[γ(a,b)] ≤ min + rtol·|min|} for every a (global row i0 + i),
+    settled by the engine's rules (:func:`~linkrisk.engine.nearest.rules.settle`: link =
+    the pick-th member in B order)."""
     n_a, n_b = a.shape[0], b.shape[0]
+    ids = np.arange(n_b)
     for i in nb.prange(n_a):
-        pat = np.empty(n_b, np.int64)
-        mn = np.inf
+        sc = np.empty(n_b)
         for k in range(n_b):
-            p = _pattern(a, b, i, k, tol)
-            pat[k] = p
-            if score[p] < mn:
-                mn = score[p]
-        thr = mn + rtol * abs(mn)
-        cnt = 0
-        for k in range(n_b):
-            if score[pat[k]] <= thr:
-                cnt += 1
-        pick = np.int64(_mix(seed, i0 + i) % np.uint64(cnt))
-        link = -1
-        for k in range(n_b):
-            if score[pat[k]] <= thr:
-                if pick == 0:
-                    link = k
-                    break
-                pick -= 1
+            sc[k] = score[_pattern(a, b, i, k, tol)]
+        mn, cnt, _, link = settle(ids, sc, n_b, -1, rtol, seed, i0 + i)
         t = truth[i]
-        out_true[i] = score[pat[t]] if t >= 0 else np.inf
+        out_true[i] = sc[t] if t >= 0 else np.inf
         out_min[i] = mn
         out_count[i] = cnt
         out_link[i] = link
@@ -445,11 +422,14 @@ def fs_thresholds(w: np.ndarray, pm: np.ndarray, pu: np.ndarray, max_fp: float,
 
 
 # ---------------------------------------------------------------- maximal-weight sets
+#: the subset walk's hash stream: splitmix(x, _WALK) = mix(x·φ + 0x632BE59BD9B4E019), the
+#: engine's tie-breaking hash (:func:`~linkrisk.engine.nearest.rules.splitmix`) keyed by x
+_WALK = 0x632BE59BD9B4E019 - 1
+
+
 def _mix64(x: np.ndarray) -> np.ndarray:
-    z = x.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15) + np.uint64(0x632BE59BD9B4E019)
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return z ^ (z >> np.uint64(31))
+    """The engine's splitmix hash of each x on the subset walk's stream."""
+    return splitmix_np(x, _WALK)
 
 
 def group_sets(cmp: Comparison, score: np.ndarray, truth: np.ndarray, seed: int,
@@ -474,7 +454,7 @@ def group_sets(cmp: Comparison, score: np.ndarray, truth: np.ndarray, seed: int,
         np.minimum(best, np.where(cb[ids[:n_a]] > 0, score_k[s], np.inf), out=best)
 
     subset_walk(codes, cmp.size[keep], find_min)
-    thr = best + rtol * np.abs(best)
+    thr = tie_threshold_np(best, rtol)
     count = np.zeros(n_a, np.int64)
     link = np.full(n_a, -1, np.int64)
     rows = np.arange(n_a, dtype=np.uint64)
@@ -537,7 +517,7 @@ def pair_sets(ctx: LinkContext, cmp: Comparison, score: np.ndarray) -> NearestSe
                           out_link[r0:r1], r0)
         if ctx.progress is not None:
             ctx.progress(r1, n_a)
-    thr = out_min + RTOL * np.abs(out_min)
+    thr = tie_threshold_np(out_min, RTOL)
     return NearestSets(out_min, out_count, (ctx.truth >= 0) & (out_true <= thr), out_true,
                        out_link)
 

@@ -33,8 +33,9 @@ import math
 import numba as nb
 import numpy as np
 
-from ..engine import RTOL, NearestSets, nearest_sets
-from ..engine.kernels import _mix
+from ..engine.nearest import RTOL, NearestSets
+from ..engine.nearest.kernels import pair_score
+from ..engine.nearest.rules import settle
 from ..errors import LinkriskError
 from ..params import Param
 from .base import LinkContext, Outcome, register
@@ -84,6 +85,7 @@ def _restricted_dbrl(a, b, order, place, start, end, truth, rid, union, rtol, se
     ``out_size`` = size of the restricted set (0: empty, caller falls back to DBRL)."""
     n_a, m = a.shape
     n_b = b.shape[0]
+    tflat, toff, tsize = np.zeros(1), np.zeros(m, np.int64), np.zeros(m, np.int64)
     buf = np.empty(n_b, np.int64)
     score = np.empty(n_b)
     cnt = np.zeros(n_b, np.int32)
@@ -128,39 +130,15 @@ def _restricted_dbrl(a, b, order, place, start, end, truth, rid, union, rtol, se
         out_size[i] = size
         if size == 0:
             continue
-        # tied records in file order, so the seeded pick matches the engine's rule
+        # the candidates in file order, scored and settled by the engine's rules
         cand = np.sort(buf[:size])
-        best = np.inf
         for t in range(size):
-            s = 0.0
-            for j in range(m):
-                d = a[i, j] - b[cand[t], j]
-                s += d * d
-            score[t] = s
-            if s < best:
-                best = s
-        thr = best + rtol * abs(best)
-        c = 0
+            score[t] = pair_score(a[i], b[cand[t]], 0, 2, 0.0, 0.0, tflat, toff, tsize)
+        out_min[i], out_count[i], out_true[i], out_link[i] = settle(
+            cand, score, size, truth[i], rtol, seed, rid[i])
         tr = truth[i]
-        hit = False
-        for t in range(size):
-            if score[t] <= thr:
-                buf[c] = cand[t]
-                c += 1
-                if cand[t] == tr:
-                    hit = True
-        out_min[i] = best
-        out_count[i] = c
-        out_true[i] = hit
-        out_link[i] = buf[np.int64(_mix(seed, rid[i]) % np.uint64(c))]
-        if tr >= 0:
-            s = 0.0
-            for j in range(m):
-                d = a[i, j] - b[tr, j]
-                s += d * d
-            out_ts[i] = s
-        else:
-            out_ts[i] = np.inf
+        out_ts[i] = (pair_score(a[i], b[tr], 0, 2, 0.0, 0.0, tflat, toff, tsize)
+                     if tr >= 0 else np.inf)
 
 
 def _rank_swap_attack(ctx: LinkContext, p: float, union: bool) -> Outcome:
@@ -197,14 +175,13 @@ def _rank_swap_attack(ctx: LinkContext, p: float, union: bool) -> Outcome:
     rid = np.arange(n_a, dtype=np.int64)
     _restricted_dbrl(sp.a, sp.b, order, place, start, end, truth, rid, union, RTOL, ctx.seed,
                      out_min, out_count, out_true, out_ts, out_link, size)
-    if ctx.progress is not None:
-        ctx.progress(n_a, n_a)
     empty = np.flatnonzero(size == 0)
     if empty.size:  # no released record in every window: plain DBRL for those records
-        sub = nearest_sets(sp.a[empty], sp.b, metric=sp.metric, truth=truth[empty],
-                           memory_budget=ctx.memory_budget, seed=ctx.seed, row_ids=empty)
+        sub = ctx.nearest(sp.a[empty], sp.b, sp.metric, rows=empty).sets
         out_min[empty], out_count[empty], out_link[empty] = sub.min_score, sub.count, sub.link
         out_true[empty], out_ts[empty] = sub.true_in_set, sub.true_score
+    if ctx.progress is not None:
+        ctx.progress(n_a, n_a)
     certain = size == 1
     extra = {"p": p, "window": w, "certain_links": int(certain.sum()),
              "certain_correct": int((certain & out_true).sum()),

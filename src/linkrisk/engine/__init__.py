@@ -1,14 +1,31 @@
-"""The blocked pairwise engine shared by all attacks: nearest-record sets with ties,
-transforms (standardization, ranks, whitening), exact k-NN lists and the certified
-minimum-cost matching of the global attack."""
+"""linkrisk's two engines.
 
-from .assignment import SparseAssignment, allowed_edges
-from .kernels import Tables
-from .knn import KNN, Pairwise, knn
-from .matching import Matching, min_cost_matching
-from .nearest import DEFAULT_MEMORY_BUDGET, RTOL, NearestSets, nearest_sets
-from .transforms import average_ranks, covariance, standardize, whiten, whitening
+* :mod:`.nearest` — the nearest-set engine every per-record attack shares (candidate sets
+  with ties, blocked compiled kernels, the faiss screen, Dask distribution, transforms)
+  and the rules all results follow (:mod:`.nearest.rules`).
+* :mod:`.matching` — global matching, used by ``gdbrl`` only: exact k-NN candidate graphs,
+  sparse assignment, transport between repeated records, the optimality certificate.
 
-__all__ = ["DEFAULT_MEMORY_BUDGET", "RTOL", "NearestSets", "Tables", "nearest_sets", "average_ranks",
-           "covariance", "standardize", "whiten", "whitening", "KNN", "Pairwise", "knn", "Matching", "min_cost_matching",
-           "SparseAssignment", "allowed_edges"]
+The names below are re-exported for convenience; ``matching`` builds on ``nearest``, and
+neither imports anything above the engine.
+"""
+
+from .matching import KNN, Matching, SparseAssignment, allowed_edges, knn, min_cost_matching
+from .nearest import (
+    DEFAULT_MEMORY_BUDGET,
+    RTOL,
+    NearestSets,
+    Pairwise,
+    Tables,
+    average_ranks,
+    covariance,
+    nearest_sets,
+    standardize,
+    whiten,
+    whitening,
+)
+
+__all__ = ["DEFAULT_MEMORY_BUDGET", "RTOL", "NearestSets", "Tables", "nearest_sets",
+           "average_ranks", "covariance", "standardize", "whiten", "whitening", "KNN",
+           "Pairwise", "knn", "Matching", "min_cost_matching", "SparseAssignment",
+           "allowed_edges"]

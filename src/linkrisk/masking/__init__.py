@@ -12,7 +12,6 @@ parameter names and types. One module per family:
   category maps used by the ``masking_aware`` distance (``coding_map`` and friends)
 """
 
-from ._base import MethodSpec
 from .categorical import (
     bottom_coding_map,
     coding_map,
@@ -24,7 +23,14 @@ from .categorical import (
     top_coding_map,
 )
 from .microaggregation import mdav_groups
-from .registry import CATEGORICAL_METHODS, METHODS, NUMERIC_METHODS, mask, method_params
+from .registry import (
+    CATEGORICAL_METHODS,
+    METHODS,
+    NUMERIC_METHODS,
+    MethodSpec,
+    mask,
+    method_params,
+)
 
 __all__ = [
     "CATEGORICAL_METHODS",

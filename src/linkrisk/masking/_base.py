@@ -6,8 +6,7 @@ wrong and how to fix it, so the CLI can print it as is.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -20,51 +19,6 @@ SeedLike = int | np.random.Generator | None
 
 #: how ``mask()`` picks the columns when ``columns=None`` (see ``default_columns``)
 COLUMN_RULES = ("numeric", "categorical", "ordered", "any")
-
-
-@dataclass(frozen=True)
-class MethodSpec:
-    """A registered masking method.
-
-    ``apply(df, columns, rng, **params)`` returns the masked columns (a DataFrame with
-    ``df``'s index); ``params`` declares each accepted parameter as a
-    :class:`~linkrisk.params.Param` (name, type, default, description; given as a sequence
-    of Params, or as a legacy ``{name: type}`` mapping) and is stored as ``{name: Param}``.
-    ``list`` means a list of column names, ``object`` a value checked by the method itself.
-    Declared defaults are filled in before ``apply`` runs (:attr:`defaults`).
-    ``strength`` names the parameter a study sweeps from mild to strong masking.
-    Calling the spec is ``mask(df, name, ...)``. Definitions: docs/methods.md.
-    """
-
-    name: str
-    apply: Callable[..., pd.DataFrame]
-    params: Mapping[str, Param] | Sequence[Param]
-    kind: str = "numeric"            # "numeric" or "categorical"
-    columns_rule: str = "numeric"    # one of COLUMN_RULES
-    deterministic: bool = False
-    strength: str = ""
-    summary: str = ""
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "params", as_params(self.params))
-
-    @property
-    def defaults(self) -> dict[str, Any]:
-        """Declared defaults that are set (not ``None``): filled in before ``apply``."""
-        return {k: p.default for k, p in self.params.items() if p.default is not None}
-
-    @property
-    def doc(self) -> str:
-        """The defining formulas and references: the docstring of the method's module."""
-        import sys
-
-        return sys.modules[self.apply.__module__].__doc__ or ""
-
-    def __call__(self, df: pd.DataFrame, columns: Sequence[str] | None = None,
-                 seed: SeedLike = None, **params: Any) -> pd.DataFrame:
-        from .registry import mask
-
-        return mask(df, self.name, columns=columns, seed=seed, **params)
 
 
 def as_rng(seed: SeedLike) -> np.random.Generator:

@@ -68,6 +68,7 @@ import numpy as np
 import pandas
 
 from ..errors import LinkriskError
+from ..params import Param, as_params, coerce_params
 from ._base import check_columns, check_no_missing, column_kind
 
 # ---------------------------------------------------------------- categories <-> codes
@@ -539,18 +540,45 @@ apply_global_recoding = _apply_coding("global_recoding")
 
 
 # ---------------------------------------------------------------- public category maps
+_THRESHOLD = "value, label or {column: value}"
+#: the parameters of the recoding methods (declared here, registered by
+#: :mod:`.registry`, and used by :func:`coding_map`)
+CODING_PARAMS: dict[str, tuple[Param, ...]] = {
+    "top_coding": (
+        Param("threshold", object, type_name=_THRESHOLD,
+              help="values above it are replaced by it (ordinal: merged into that category)"),
+        Param("quantile", float, help="threshold = this quantile of the column (inverted "
+                                      "CDF); give threshold or quantile")),
+    "bottom_coding": (
+        Param("threshold", object, type_name=_THRESHOLD,
+              help="values below it are replaced by it (ordinal: merged into that category)"),
+        Param("quantile", float, help="threshold = this quantile of the column (inverted "
+                                      "CDF); give threshold or quantile")),
+    "global_recoding": (
+        Param("width", float, help="numeric: interval width; ordinal: number of consecutive "
+                                   "categories per group"),
+        Param("origin", float, help="numeric: start of the intervals (not set: the largest "
+                                    "multiple of width not above the minimum)"),
+        Param("midpoint", bool, False, help="numeric: release interval midpoints (numbers) "
+                                            "instead of intervals"),
+        Param("n_groups", int, help="nominal: keep the n_groups−1 most frequent categories, "
+                                    "merge the rest"),
+        Param("min_frequency", float, help="nominal: merge categories with fewer records (a "
+                                           "count, or a share of n when < 1)"),
+        Param("other_label", str, "other", help="nominal: label of the merged group")),
+}
 
 
 def coding_map(series: pandas.Series, method: str, **params: Any) -> dict:
     """Original value/category → released value/category that ``method`` (top_coding,
     bottom_coding or global_recoding, same parameters as in ``mask``) applies to
     ``series``. Numeric columns map each distinct observed value."""
-    from .registry import METHODS, _coerce_params
-
-    if method not in ("top_coding", "bottom_coding", "global_recoding"):
+    if method not in CODING_PARAMS:
         raise LinkriskError(f"no category map for {method!r}: use top_coding, bottom_coding "
                             "or global_recoding")
-    params = _coerce_params(METHODS[method], params)
+    declared = as_params(CODING_PARAMS[method])
+    defaults = {k: p.default for k, p in declared.items() if p.default is not None}
+    params = {**defaults, **coerce_params(method, declared, params)}
     if series.isna().any():
         raise LinkriskError(f"{method}: column {series.name!r} contains missing values")
     return _recoding(series, method, params).mapping(series)

@@ -4,16 +4,16 @@ Every method and its parameters are described in docs/methods.md (generated tabl
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 
 from ..errors import LinkriskError
-from ..params import Param, coerce_params
+from ..params import Param, as_params, coerce_params
 from . import categorical, ipso, microaggregation, noise, rankswap, suppression
 from ._base import (
-    MethodSpec,
     SeedLike,
     as_rng,
     check_columns,
@@ -21,13 +21,56 @@ from ._base import (
     default_columns,
 )
 
+
+@dataclass(frozen=True)
+class MethodSpec:
+    """A registered masking method.
+
+    ``apply(df, columns, rng, **params)`` returns the masked columns (a DataFrame with
+    ``df``'s index); ``params`` declares each accepted parameter as a
+    :class:`~linkrisk.params.Param` (name, type, default, description; given as a sequence
+    of Params, or as a legacy ``{name: type}`` mapping) and is stored as ``{name: Param}``.
+    ``list`` means a list of column names, ``object`` a value checked by the method itself.
+    Declared defaults are filled in before ``apply`` runs (:attr:`defaults`).
+    ``strength`` names the parameter a study sweeps from mild to strong masking.
+    Calling the spec is ``mask(df, name, ...)``. Definitions: docs/methods.md.
+    """
+
+    name: str
+    apply: Callable[..., pd.DataFrame]
+    params: Mapping[str, Param] | Sequence[Param]
+    kind: str = "numeric"            # "numeric" or "categorical"
+    columns_rule: str = "numeric"    # one of COLUMN_RULES
+    deterministic: bool = False
+    strength: str = ""
+    summary: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "params", as_params(self.params))
+
+    @property
+    def defaults(self) -> dict[str, Any]:
+        """Declared defaults that are set (not ``None``): filled in before ``apply``."""
+        return {k: p.default for k, p in self.params.items() if p.default is not None}
+
+    @property
+    def doc(self) -> str:
+        """The defining formulas and references: the docstring of the method's module."""
+        import sys
+
+        return sys.modules[self.apply.__module__].__doc__ or ""
+
+    def __call__(self, df: pd.DataFrame, columns: Sequence[str] | None = None,
+                 seed: SeedLike = None, **params: Any) -> pd.DataFrame:
+        return mask(df, self.name, columns=columns, seed=seed, **params)
+
+
 _CONF = Param("confidential", list, required=True,
                help="the confidential attributes the QIs are regressed on (never masked)")
 _MUTUAL = Param("mutual", bool, False,
                 help="also synthesize the confidential block from the masked one (two blocks "
                      "modelled on each other)")
 _P_PCT = "% of n: partners at most ⌊p·n/100⌋ rank positions apart, in (0, 100]"
-_THRESHOLD = "value, label or {column: value}"
 
 _SPECS = [
     MethodSpec("noise", noise.apply_noise, (
@@ -102,34 +145,20 @@ _SPECS = [
                    "over all categories, once per column, as sdcMicro's pram()")),
         kind="categorical", columns_rule="categorical", strength="pd (smaller is stronger)",
         summary="post-randomization (invariant PRAM by default, as sdcMicro)"),
-    MethodSpec("top_coding", categorical.apply_top_coding, (
-        Param("threshold", object, type_name=_THRESHOLD,
-              help="values above it are replaced by it (ordinal: merged into that category)"),
-        Param("quantile", float, help="threshold = this quantile of the column (inverted "
-                                      "CDF); give threshold or quantile")),
-        kind="categorical", columns_rule="ordered", deterministic=True, strength="quantile",
-        summary="values above a threshold set to it (numeric / ordinal)"),
-    MethodSpec("bottom_coding", categorical.apply_bottom_coding, (
-        Param("threshold", object, type_name=_THRESHOLD,
-              help="values below it are replaced by it (ordinal: merged into that category)"),
-        Param("quantile", float, help="threshold = this quantile of the column (inverted "
-                                      "CDF); give threshold or quantile")),
-        kind="categorical", columns_rule="ordered", deterministic=True, strength="quantile",
-        summary="values below a threshold set to it (numeric / ordinal)"),
-    MethodSpec("global_recoding", categorical.apply_global_recoding, (
-        Param("width", float, help="numeric: interval width; ordinal: number of consecutive "
-                                   "categories per group"),
-        Param("origin", float, help="numeric: start of the intervals (not set: the largest "
-                                    "multiple of width not above the minimum)"),
-        Param("midpoint", bool, False, help="numeric: release interval midpoints (numbers) "
-                                            "instead of intervals"),
-        Param("n_groups", int, help="nominal: keep the n_groups−1 most frequent categories, "
-                                    "merge the rest"),
-        Param("min_frequency", float, help="nominal: merge categories with fewer records (a "
-                                           "count, or a share of n when < 1)"),
-        Param("other_label", str, "other", help="nominal: label of the merged group")),
-        kind="categorical", columns_rule="any", deterministic=True,
-        strength="width (ordinal/numeric), n_groups or min_frequency (nominal)",
+    MethodSpec("top_coding", categorical.apply_top_coding,
+               categorical.CODING_PARAMS["top_coding"],
+               kind="categorical", columns_rule="ordered", deterministic=True,
+               strength="quantile",
+               summary="values above a threshold set to it (numeric / ordinal)"),
+    MethodSpec("bottom_coding", categorical.apply_bottom_coding,
+               categorical.CODING_PARAMS["bottom_coding"],
+               kind="categorical", columns_rule="ordered", deterministic=True,
+               strength="quantile",
+               summary="values below a threshold set to it (numeric / ordinal)"),
+    MethodSpec("global_recoding", categorical.apply_global_recoding,
+               categorical.CODING_PARAMS["global_recoding"],
+               kind="categorical", columns_rule="any", deterministic=True,
+               strength="width (ordinal/numeric), n_groups or min_frequency (nominal)",
         summary="merge categories / intervals into coarser groups"),
     MethodSpec("local_suppression", suppression.apply_local_suppression, (
         Param("k", int, 2, help="every record's key pattern must be shared by at least k "

@@ -43,7 +43,8 @@ from typing import Any
 
 import numpy as np
 
-from .knn import Pairwise, dense_costs, pair_costs, scan_gated
+from ..nearest.kernels import Pairwise
+from .knn import dense_costs, pair_costs, scan_gated
 
 #: use the pattern solver when the distinct records are at most this fraction of all
 #: records (few repeats: the record-level solver is as good)

@@ -20,8 +20,10 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import LinkriskError
-from .nearest import NearestSets, nearest_sets
+from ...errors import LinkriskError
+from .rules import Progress
+from .search import nearest_sets
+from .sets import NearestSets
 
 #: how long to wait for a scheduler before giving up
 CONNECT_TIMEOUT = "20s"
@@ -55,16 +57,20 @@ def client_for(scheduler: Any = None):
 
 def dask_nearest_sets(a: np.ndarray, b: np.ndarray, *, truth: np.ndarray | None = None,
                       scheduler: Any = None, block_rows: int | None = None,
-                      progress: Any = None, **kw: Any) -> NearestSets:
+                      progress: Progress | None = None, row_ids: np.ndarray | None = None,
+                      **kw: Any) -> NearestSets:
     """:func:`~linkrisk.engine.nearest_sets` computed on a Dask cluster, block by block.
     ``scheduler``: a ``distributed.Client``, a scheduler address (``tcp://host:8786``) or
     None (the current client, else a new local cluster). ``block_rows``: attacker rows per
-    task (default: about four tasks per worker thread, at least 1024 rows)."""
+    task (default: about four tasks per worker thread, at least 1024 rows). ``row_ids``
+    (default 0..n_a−1) seed each row's tie breaking, as in the local engine."""
     a = np.ascontiguousarray(a, dtype=np.float64)
     b = np.ascontiguousarray(b, dtype=np.float64)
     n_a = a.shape[0]
     truth = (np.full(n_a, -1, np.int64) if truth is None
              else np.ascontiguousarray(truth, dtype=np.int64))
+    rid = (np.arange(n_a, dtype=np.int64) if row_ids is None
+           else np.ascontiguousarray(row_ids, dtype=np.int64))
     client, owned = client_for(scheduler)
     try:
         from distributed import as_completed
@@ -76,7 +82,7 @@ def dask_nearest_sets(a: np.ndarray, b: np.ndarray, *, truth: np.ndarray | None 
         for r0 in range(0, n_a, rows):
             r1 = min(r0 + rows, n_a)
             f = client.submit(_block, a[r0:r1], bf, truth[r0:r1],
-                              np.arange(r0, r1, dtype=np.int64), kw, pure=False)
+                              rid[r0:r1], kw, pure=False)
             futs[f] = r0
         parts: dict[int, NearestSets] = {}
         done = 0

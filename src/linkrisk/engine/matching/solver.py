@@ -33,8 +33,8 @@ Four solvers, all exact:
               this bound are found by a sort-and-sweep in O(n log n); each such row
               checks exactly, c_ij − v_j ≥ u_i − tol, only the columns that fail it:
               β_j − v_j < u_i − tol (a prefix of the columns sorted by β − v) and
-              v_j > α_i − u_i + tol (:func:`~.knn.scan_gated`: 16–26 % of a full row at
-              2·10⁵–10⁶, tiled over rows and pre-tested in float32 for the Euclidean cost);
+              v_j > α_i − u_i + tol (:func:`~.knn.scan_gated`: a fraction of a full row,
+              tiled over rows and pre-tested in float32 for the Euclidean cost);
            4. violating edges (each violating row's 8 best, more when few rows are
               scanned) are added to G, the rows' u lowered (a warm start: only they are
               re-augmented) and the check repeated until no violation. G without a
@@ -77,7 +77,10 @@ import numba as nb
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-from ..errors import LinkriskError
+from ...errors import LinkriskError
+from ..nearest.kernels import Pairwise, Tables
+from ..nearest.rules import RTOL, Progress, Stages
+from ..nearest.sets import DEFAULT_MEMORY_BUDGET
 from . import transport
 from .assignment import (
     SparseAssignment,
@@ -86,9 +89,7 @@ from .assignment import (
     merge_csr,
     to_csr,
 )
-from .kernels import Tables
-from .knn import Pairwise, Progress, dense_costs, knn, pair_costs, scan_gated, within_graph
-from .nearest import DEFAULT_MEMORY_BUDGET
+from .knn import dense_costs, knn, pair_costs, scan_gated, within_graph
 from .screen32 import applicable as screen_applicable
 from .screen32 import knn_screened
 
@@ -104,15 +105,14 @@ DEFAULT_K_LIST = 64
 #: shortest list length the memory budget may impose
 MIN_K = 8
 #: after a repair round, solve afresh (auction start) rather than warm when more than this
-#: fraction of the rows was freed (4·10⁵: ~800 freed rows took 68 s warm, 20 s afresh)
+#: fraction of the rows was freed: the freed rows' augmenting paths then cost more than a
+#: fresh start (figures in benchmarks/README.md, "Repair rounds")
 RESTART_FREE = 0.0005
 #: after a fresh start, the columns whose v rose by more than this fraction of mean |u|
 #: are checked by column scans; the row bounds absorb smaller rises
 RISE_EPS = 0.01
 #: ... unless more than this fraction of the columns rose: then every row is rescanned
 RISEN_MAX = 0.05
-#: relative tolerance of the certificate (and of ties)
-RTOL = 1e-9
 #: edges kept per row by a certificate scan ...
 SCAN_CAP = 8
 #: ... or more when few rows are scanned: up to this many edges per certificate, at most
@@ -144,29 +144,6 @@ class Matching:
     # candidate sets C(a) under ties="expected": CSR over A rows (None otherwise)
     cand_indptr: np.ndarray | None = None
     cand_indices: np.ndarray | None = None
-
-
-class _Stages:
-    """Maps stage-local progress onto one per-mille scale for ``progress(done, 1000)``."""
-
-    def __init__(self, progress: Progress | None):
-        self.progress = progress
-        self.lo, self.hi = 0, 0
-
-    def stage(self, lo: int, hi: int) -> Progress | None:
-        if self.progress is None:
-            return None
-        self.lo, self.hi = lo, hi
-
-        def cb(done: int, total: int) -> None:
-            frac = done / total if total else 1.0
-            self.progress(int(self.lo + (self.hi - self.lo) * frac), 1000)
-
-        return cb
-
-    def done(self) -> None:
-        if self.progress is not None:
-            self.progress(1000, 1000)
 
 
 def min_cost_matching(
@@ -208,6 +185,36 @@ def min_cost_matching(
     Raises :class:`LinkriskError` when the restricted graph has no such matching."""
     pw_ab = Pairwise.build(a, b, metric, root=root, degree=degree, tables=tables)
     n_a, n_b = pw_ab.x.shape[0], pw_ab.y.shape[0]
+    delta = _check_options(ties, screen, solver, delta, k)
+    if row_limit is not None:
+        row_limit = np.minimum(np.asarray(row_limit, np.float64), delta)
+    # seeded random order: the solvers break ties by position, which must not favour the
+    # identity (row i of A ↔ row i of B is the truth in unlinked files)
+    rng = np.random.default_rng(seed)
+    pa, pb = rng.permutation(n_a), rng.permutation(n_b)
+    pw = Pairwise.build(pw_ab.x[pa], pw_ab.y[pb], metric, root=root, degree=degree,
+                        tables=pw_ab.tables)
+    lim = None if row_limit is None else row_limit[pa]
+    stages = Stages(progress)
+    solver, pats = _choose_solver(pw, solver, lim, delta, ties, dense_max_n, memory_budget)
+    res = (_transport(pw, pats, seed, rtol, memory_budget, stages) if solver == "patterns"
+           else None)
+    if solver == "dense":
+        res = _dense(pw, delta, stages)
+    elif solver == "graph":
+        res = _explicit(pw, lim if lim is not None else np.full(n_a, delta), lim is not None,
+                        ties, rtol, memory_budget, stages)
+    elif res is None:  # sparse, or a transport that does not fit the memory budget
+        scr = screen_applicable(pw) and (screen is True or (
+            screen == "auto" and n_a * n_b >= SCREEN_MIN_PAIRS))
+        res = _sparse(pw, delta, k, k_list, ties, rtol, max_rounds, memory_budget, stages,
+                      scr)
+    stages.done()
+    return _unpermuted(res, pa, pb)
+
+
+def _check_options(ties: str, screen: str | bool, solver: str, delta: float, k: int) -> float:
+    """Validate the options of :func:`min_cost_matching`; ``delta`` as a float."""
     if ties not in ("matching", "expected"):
         raise LinkriskError(f"ties must be 'matching' or 'expected', got {ties!r}")
     if screen not in ("auto", True, False):
@@ -220,17 +227,16 @@ def min_cost_matching(
         raise LinkriskError(f"delta must be a non-negative distance, got {delta}")
     if k < 1:
         raise LinkriskError(f"k must be at least 1, got {k}")
-    if row_limit is not None:
-        row_limit = np.minimum(np.asarray(row_limit, np.float64), delta)
-    # seeded random order: the solvers break ties by position, which must not favour the
-    # identity (row i of A ↔ row i of B is the truth in unlinked files)
-    rng = np.random.default_rng(seed)
-    pa, pb = rng.permutation(n_a), rng.permutation(n_b)
-    pw = Pairwise.build(pw_ab.x[pa], pw_ab.y[pb], metric, root=root, degree=degree,
-                        tables=pw_ab.tables)
-    lim = None if row_limit is None else row_limit[pa]
-    stages = _Stages(progress)
+    return delta
 
+
+def _choose_solver(pw: Pairwise, solver: str, lim: np.ndarray | None, delta: float, ties: str,
+                   dense_max_n: int, memory_budget: int
+                   ) -> tuple[str, transport.Patterns | None]:
+    """(solver, the record patterns when already computed): ``auto`` picks dense for small
+    problems that fit the budget, patterns for repetitive square files, else sparse; row
+    limits always use the explicit graph."""
+    n_a, n_b = pw.x.shape[0], pw.y.shape[0]
     # the pattern transport covers square, unrestricted problems scored by one matching
     transportable = (n_a == n_b and lim is None and not np.isfinite(delta)
                      and ties == "matching" and transport.available())
@@ -250,21 +256,13 @@ def min_cost_matching(
         raise LinkriskError("solver='patterns' needs files of equal size, no delta or "
                             "approximation, ties='matching' and POT "
                             "(pip install 'linkrisk[transport]')")
+    return solver, pats
 
-    res = (_transport(pw, pats, seed, rtol, memory_budget, stages) if solver == "patterns"
-           else None)
-    if solver == "dense":
-        res = _dense(pw, delta, stages)
-    elif solver == "graph":
-        res = _explicit(pw, lim if lim is not None else np.full(n_a, delta), lim is not None,
-                        ties, rtol, memory_budget, stages)
-    elif res is None:  # sparse, or a transport that does not fit the memory budget
-        scr = screen_applicable(pw) and (screen is True or (
-            screen == "auto" and n_a * n_b >= SCREEN_MIN_PAIRS))
-        res = _sparse(pw, delta, k, k_list, ties, rtol, max_rounds, memory_budget, stages,
-                      scr)
-    stages.done()
-    # back to the caller's row order
+
+def _unpermuted(res: Matching, pa: np.ndarray, pb: np.ndarray) -> Matching:
+    """The result back in the caller's row order (A rows ``pa``, B rows ``pb``), candidate
+    lists included."""
+    n_a = pa.shape[0]
     link = np.full(n_a, -1, np.int64)
     cost = np.full(n_a, np.nan)
     ok = res.link >= 0
@@ -287,7 +285,7 @@ def min_cost_matching(
 # ---------------------------------------------------------------------------------------
 # dense
 # ---------------------------------------------------------------------------------------
-def _dense(pw: Pairwise, delta: float, stages: _Stages) -> Matching:
+def _dense(pw: Pairwise, delta: float, stages: Stages) -> Matching:
     n_a, n_b = pw.x.shape[0], pw.y.shape[0]
     cb = stages.stage(0, 300)
     c = dense_costs(pw)
@@ -309,7 +307,7 @@ def _dense(pw: Pairwise, delta: float, stages: _Stages) -> Matching:
 
 
 def _transport(pw: Pairwise, pats: transport.Patterns | None, seed: int, rtol: float,
-               memory_budget: int, stages: _Stages) -> Matching | None:
+               memory_budget: int, stages: Stages) -> Matching | None:
     cb = stages.stage(0, 1000)
     out = transport.pattern_matching(pw, pats or transport.patterns(pw), seed=seed, rtol=rtol,
                                      memory_budget=memory_budget)
@@ -355,7 +353,7 @@ def _result(sa: SparseAssignment, flip: bool, n_a: int, n_b: int) -> tuple[np.nd
 # explicit restricted graph
 # ---------------------------------------------------------------------------------------
 def _explicit(pw: Pairwise, lim: np.ndarray, approx: bool, ties: str, rtol: float,
-              memory_budget: int, stages: _Stages) -> Matching:
+              memory_budget: int, stages: Stages) -> Matching:
     n_a, n_b = pw.x.shape[0], pw.y.shape[0]
     cb = stages.stage(0, 400)
     indptr, idx, cost = within_graph(pw, lim, max_edges=max(memory_budget // 48, 10**6))
@@ -406,20 +404,74 @@ def _rect_ok(sa: SparseAssignment) -> bool:
 # sparse (k-NN graph + certificate)
 # ---------------------------------------------------------------------------------------
 def _sparse(pw0: Pairwise, delta: float, k: int, k_list: int, ties: str, rtol: float,
-            max_rounds: int, memory_budget: int, stages: _Stages, screened: bool = False
+            max_rounds: int, memory_budget: int, stages: Stages, screened: bool = False
             ) -> Matching:
+    """The sparse solver (see module, steps 1–4): candidate graph from the k-NN lists,
+    then certificate-and-repair rounds until no pair outside the graph violates the
+    duals."""
     n_a, n_b = pw0.x.shape[0], pw0.y.shape[0]
     pw, flip = _oriented(pw0)
     n_r, n_c = pw.x.shape[0], pw.y.shape[0]
     info: dict[str, Any] = {"knn_passes": 0, "screened": bool(screened)}
-    # list length within the memory budget (16 bytes per entry: forward lists, one
-    # backward copy per thread and the merged one), at least MIN_K; the graph degree
-    # starts at most at the list length
+    K, k = _list_length(n_r, n_c, k, k_list, memory_budget)
+    graph = _candidate_graph(pw, delta, k, K, screened, stages, info)
+    info.update(k=int(min(graph.k, n_c)), k_list=int(min(graph.K, n_c)))
+    sa, pruned = (_pruned(graph.g, graph.mm, n_r, n_c) if graph.complete
+                  else (graph.sa, 0))
+    tol = rtol * _scale(sa.cost)
+    rep = _Repair(known=np.full(n_r, -np.inf), risen=np.zeros(n_c, bool),
+                  t_solve=graph.t_solve)
+    certified = _repair_rounds(pw, sa, graph.lists, rep, graph.complete, delta, tol,
+                               max_rounds, stages)
+    info.update(rounds=rep.rounds, restarts=rep.restarts, repaired_edges=rep.repaired,
+                scanned_rows=rep.scanned, pruned_edges=pruned, round_log=rep.log,
+                seconds_solve=round(rep.t_solve, 3), seconds_certify=round(rep.t_cert, 3))
+    info["seconds_knn"] = round(info["seconds_knn"], 3)
+    _log.info("k-NN %.1f s, solve %.1f s, certificate %.1f s, %d rounds: %s", info["seconds_knn"],
+              rep.t_solve, rep.t_cert, rep.rounds, "certified" if certified else "NOT certified")
+    link, cst = _result(sa, flip, n_a, n_b)
+    res = Matching(link, cst, float(np.nansum(cst)), certified, "sparse", info["k"],
+                   sa.n_edges, n_r * tol, info)
+    if ties == "expected":
+        tight = sa.reduced_costs() <= tol
+        extra = None if graph.complete else _tight_outside(pw, sa, graph.lists, delta, tol)
+        _candidates(res, sa, tight, extra, flip, n_a, tol)
+    return res
+
+
+def _list_length(n_r: int, n_c: int, k: int, k_list: int, memory_budget: int
+                 ) -> tuple[int, int]:
+    """(K, k): the k-NN list length within the memory budget (16 bytes per entry: forward
+    lists, one backward copy per thread and the merged one), at least MIN_K, and the
+    graph degree, which starts at most at the list length."""
     per_k = 16 * (n_r + (nb.get_num_threads() + 1) * n_c)
     K = int(max(min(MIN_K, k_list), min(k_list, memory_budget // per_k)))
-    k = min(k, K)
+    return K, min(k, K)
+
+
+@dataclass
+class _Graph:
+    """The candidate graph of step 1 and the solver state on it."""
+
+    lists: _Lists
+    g: tuple                        # CSR (indptr, indices, costs)
+    complete: bool                  # the graph holds every allowed pair
+    mm: np.ndarray | None           # a maximum matching (complete graphs)
+    sa: SparseAssignment | None     # solved on the graph (incomplete graphs)
+    k: int
+    K: int
+    t_solve: float
+
+
+def _candidate_graph(pw: Pairwise, delta: float, k: int, K: int, screened: bool,
+                     stages: Stages, info: dict[str, Any]) -> _Graph:
+    """Step 1 (and the first solve): the union of the first ``k`` entries of both k-NN
+    lists, doubling k until the graph has a perfect matching; lists are recomputed only
+    when k outgrows them."""
+    n_r, n_c = pw.x.shape[0], pw.y.shape[0]
     lists = None
     t_solve = 0.0
+    mm = sa = None
     while True:
         if lists is None or k > K:
             K = max(K, k)
@@ -445,97 +497,105 @@ def _sparse(pw0: Pairwise, delta: float, k: int, k_list: int, ties: str, rtol: f
         if ok:
             break
         k *= 2  # the union graph is too thin for a perfect matching: widen it
-    info.update(k=int(min(k, n_c)), k_list=int(min(K, n_c)))
-    pruned = 0
-    if complete:
-        # the graph holds every allowed pair: prune the edges in no perfect matching
-        keep = allowed_edges(g[0], g[1], mm, n_c)
-        pruned = int((~keep).sum())
-        rws = np.repeat(np.arange(n_r), np.diff(g[0]))
-        g = to_csr(rws[keep], g[1][keep], g[2][keep], n_r)
-        sa = SparseAssignment(*g, n_c)
-    tol = rtol * _scale(sa.cost)
-    rounds = repaired = scanned = 0
-    certified = False
-    # known[i]: a lower bound on min_j (c_ij − v_j) over the columns outside the graph and
-    # outside `risen`, from an earlier exact scan; it stays valid while v only decreases
-    # (square warm starts), so a row is rescanned only when its u_i has grown past it.
-    # After a fresh start the columns whose v rose by more than a small ε join `risen`
-    # (checked by exact column scans in every later certificate) and every bound drops by
-    # the largest rise left: the duals of two flattened optimal solutions barely differ
-    # (2·10⁵: 2 % of the columns rise by more than 1 % of mean |u|), so most bounds survive
-    known = np.full(n_r, -np.inf)
-    risen = np.zeros(n_c, bool)
-    v_ref = None
-    pw_t = None
-    t_cert = 0.0
-    # per round: cumulative s solving and certifying, rows scanned, columns scanned (risen),
-    # edges added, rows freed
-    log: list[tuple] = []
-    restarts = 0
-    fresh = True  # the duals come from a cold start: flatten them, forget old bounds
+    return _Graph(lists, g, complete, mm, sa, k, K, t_solve)
+
+
+def _pruned(g: tuple, mm: np.ndarray, n_r: int, n_c: int) -> tuple[SparseAssignment, int]:
+    """A complete graph (every allowed pair) pruned of the edges in no perfect matching
+    (Tassa 2012): its solver and the number of edges pruned."""
+    keep = allowed_edges(g[0], g[1], mm, n_c)
+    rws = np.repeat(np.arange(n_r), np.diff(g[0]))
+    g = to_csr(rws[keep], g[1][keep], g[2][keep], n_r)
+    return SparseAssignment(*g, n_c), int((~keep).sum())
+
+
+@dataclass
+class _Repair:
+    """State of the certificate-and-repair rounds (steps 2–4).
+
+    ``known[i]``: a lower bound on min_j (c_ij − v_j) over the columns outside the graph
+    and outside ``risen``, from an earlier exact scan; it stays valid while v only
+    decreases (square warm starts), so a row is rescanned only when its u_i has grown past
+    it. After a fresh start the columns whose v rose by more than a small ε join ``risen``
+    (checked by exact column scans in every later certificate) and every bound drops by
+    the largest rise left: the duals of two flattened optimal solutions barely differ, so
+    most bounds survive. ``log``: per round, cumulative seconds solving and certifying,
+    rows scanned, columns scanned (risen), edges added, rows freed."""
+
+    known: np.ndarray
+    risen: np.ndarray
+    v_ref: np.ndarray | None = None
+    pw_t: Pairwise | None = None
+    rounds: int = 0
+    repaired: int = 0
+    scanned: int = 0
+    restarts: int = 0
+    t_solve: float = 0.0
+    t_cert: float = 0.0
+    log: list[tuple] = field(default_factory=list)
+    fresh: bool = True  # the duals come from a cold start: flatten them, forget old bounds
+
+
+def _repair_rounds(pw: Pairwise, sa: SparseAssignment, lists: _Lists, rep: _Repair,
+                   complete: bool, delta: float, tol: float, max_rounds: int,
+                   stages: Stages) -> bool:
+    """Solve, certify, add the violating edges, repeat (steps 2–4); whether the final
+    matching is certified optimal for the complete problem."""
+    n_r = pw.x.shape[0]
     while True:
-        t0 = time.perf_counter()
-        if not sa.solve(stages.stage(600, 800)):
-            raise _no_matching(pw, delta, False)
-        if fresh or not sa.square:
-            fresh = False
-            # flatten the first optimal duals (see SparseAssignment.flatten); later rounds
-            # are warm starts, which only lower v, so that the bounds in `known` stay valid
-            sa.flatten()
-            if v_ref is None or not sa.square:
-                known[:] = -np.inf
-            else:
-                _transfer_bounds(known, risen, sa.v - v_ref, np.abs(sa.u).mean())
-            v_ref = None
-        sa.polish()
-        t_solve += time.perf_counter() - t0
-        rounds += 1
+        _solve_round(pw, sa, rep, delta, stages)
         if complete:
-            certified = bool(sa.reduced_costs().min(initial=0.0) >= -tol)
-            break
+            return bool(sa.reduced_costs().min(initial=0.0) >= -tol)
         t0 = time.perf_counter()
-        if pw_t is None and risen.any():
-            pw_t = pw.swapped()  # once: the column scans of every later round use it
-        viol, n_scan = _certify(pw, pw_t, sa, lists, known, risen, delta, tol, stages)
-        t_cert += time.perf_counter() - t0
-        scanned += n_scan
-        log.append((round(t_solve, 1), round(t_cert, 1), n_scan, int(risen.sum()),
-                    0 if viol is None else int(viol[0].shape[0])))
+        if rep.pw_t is None and rep.risen.any():
+            rep.pw_t = pw.swapped()  # once: the column scans of every later round use it
+        viol, n_scan = _certify(pw, rep.pw_t, sa, lists, rep.known, rep.risen, delta, tol,
+                                stages)
+        rep.t_cert += time.perf_counter() - t0
+        rep.scanned += n_scan
+        rep.log.append((round(rep.t_solve, 1), round(rep.t_cert, 1), n_scan,
+                        int(rep.risen.sum()), 0 if viol is None else int(viol[0].shape[0])))
         _log.info("round %d: solve %.1f s, certificate %.1f s so far; %d rows and %d columns "
-                  "scanned, %d violating edges", rounds, *log[-1])
+                  "scanned, %d violating edges", rep.rounds, *rep.log[-1])
         if viol is None:
-            certified = _rect_ok(sa) and bool(sa.reduced_costs().min(initial=0.0) >= -tol)
-            break
-        if rounds >= max_rounds:
-            break
-        repaired += viol[0].shape[0]
+            return _rect_ok(sa) and bool(sa.reduced_costs().min(initial=0.0) >= -tol)
+        if rep.rounds >= max_rounds:
+            return False
+        rep.repaired += viol[0].shape[0]
         sa.add_edges(*viol)
         freed = int((sa.col4row < 0).sum()) if sa.started else n_r
-        log[-1] += (freed,)
-        fresh = sa.started and freed > RESTART_FREE * n_r
-        _log.info("round %d: %d rows freed (%s)", rounds, freed, "fresh start" if fresh else "warm")
-        if fresh:
+        rep.log[-1] += (freed,)
+        rep.fresh = sa.started and freed > RESTART_FREE * n_r
+        _log.info("round %d: %d rows freed (%s)", rep.rounds, freed,
+                  "fresh start" if rep.fresh else "warm")
+        if rep.fresh:
             # many rows freed: their shortest augmenting paths reach far through the
-            # flattened duals (measured 2·10⁵: 27 s warm against 5 s for a fresh auction
-            # start); a fresh start also needs fresh bounds
-            v_ref = sa.v.copy()  # the v of the last certificate (add_edges lowers u only)
+            # flattened duals, and a fresh auction start is cheaper (see the README of
+            # benchmarks/); a fresh start also needs fresh bounds
+            rep.v_ref = sa.v.copy()  # the v of the last certificate (add_edges lowers u only)
             sa.restart()
-            restarts += 1
-    info.update(rounds=rounds, restarts=restarts, repaired_edges=repaired, scanned_rows=scanned,
-                pruned_edges=pruned, round_log=log, seconds_solve=round(t_solve, 3),
-                seconds_certify=round(t_cert, 3))
-    info["seconds_knn"] = round(info["seconds_knn"], 3)
-    _log.info("k-NN %.1f s, solve %.1f s, certificate %.1f s, %d rounds: %s", info["seconds_knn"],
-              t_solve, t_cert, rounds, "certified" if certified else "NOT certified")
-    link, cst = _result(sa, flip, n_a, n_b)
-    res = Matching(link, cst, float(np.nansum(cst)), certified, "sparse", info["k"],
-                   sa.n_edges, n_r * tol, info)
-    if ties == "expected":
-        tight = sa.reduced_costs() <= tol
-        extra = None if complete else _tight_outside(pw, sa, lists, delta, tol)
-        _candidates(res, sa, tight, extra, flip, n_a, tol)
-    return res
+            rep.restarts += 1
+
+
+def _solve_round(pw: Pairwise, sa: SparseAssignment, rep: _Repair, delta: float,
+                 stages: Stages) -> None:
+    """Solve on the current graph; after a cold start flatten the duals (see
+    SparseAssignment.flatten) and carry the scan bounds over. Later rounds are warm
+    starts, which only lower v, so that the bounds in ``known`` stay valid."""
+    t0 = time.perf_counter()
+    if not sa.solve(stages.stage(600, 800)):
+        raise _no_matching(pw, delta, False)
+    if rep.fresh or not sa.square:
+        rep.fresh = False
+        sa.flatten()
+        if rep.v_ref is None or not sa.square:
+            rep.known[:] = -np.inf
+        else:
+            _transfer_bounds(rep.known, rep.risen, sa.v - rep.v_ref, np.abs(sa.u).mean())
+        rep.v_ref = None
+    sa.polish()
+    rep.t_solve += time.perf_counter() - t0
+    rep.rounds += 1
 
 
 class _Lists:
@@ -694,7 +754,7 @@ def _scan_pairs(scan, keep: np.ndarray | None = None) -> tuple[np.ndarray, np.nd
 
 
 def _certify(pw: Pairwise, pw_t: Pairwise | None, sa: SparseAssignment, lists: _Lists,
-             known: np.ndarray, risen: np.ndarray, delta: float, tol: float, stages: _Stages
+             known: np.ndarray, risen: np.ndarray, delta: float, tol: float, stages: Stages
              ) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray] | None, int]:
     """Check c̄_ij ≥ −tol for every allowed pair. Returns (violating edges (rows, cols,
     costs) to add, or None when certified; number of rows scanned). Pairs in ``risen``

@@ -24,7 +24,8 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from .kernels import L1, LINF, MIXED, Tables, _buffer, _new_minimum, _pick
+from .kernels import L1, LINF, MIXED, Tables, buffer_candidate, new_minimum, pick_buffered
+from .rules import tie_threshold
 from .transforms import BLOCK_ROWS
 
 #: integer score codes
@@ -96,7 +97,7 @@ def _tile_int(acc, a, bt, t0, w, icode):
     for k in range(w):
         acc[k] = np.int32(0)
     # every step cast back to int32: numba widens integer arithmetic to int64, which halves
-    # the vector width (measured 1.39 → 0.73 ns/pair at m = 13)
+    # the vector width (measured in benchmarks/README.md, "Integer kernels")
     for j in range(m):
         aj = a[j]
         row = bt[j, t0:t0 + w]
@@ -123,7 +124,7 @@ def _thr_int(cur, rtol, scale):
     if cur == _INT_MAX:
         return np.int64(_INT_MAX)
     c = cur / scale
-    return np.int64(np.floor((c + rtol * abs(c)) * scale))
+    return np.int64(np.floor(tie_threshold(c, rtol) * scale))
 
 
 @nb.njit(parallel=True, cache=True)
@@ -165,8 +166,8 @@ def nearest_block_int(a_blk, rid, bt, icode, scale, truth, rtol, cap, seed, tile
                             old = cur
                             cur = s
                             th = _thr_int(cur, rtol, scale)
-                            _new_minimum(buf_i, buf_s, nbuf, over, r, old, th)
-                        _buffer(buf_i, buf_s, nbuf, over, r, t0 + k, s)
+                            new_minimum(buf_i, buf_s, nbuf, over, r, old, th)
+                        buffer_candidate(buf_i, buf_s, nbuf, over, r, t0 + k, s)
                 best[r] = cur
                 thr[r] = th
         for r in range(nr):
@@ -175,5 +176,5 @@ def nearest_block_int(a_blk, rid, bt, icode, scale, truth, rtol, cap, seed, tile
             out_true_score[i] = np.inf if tscore[r] < 0 else tscore[r] / scale
             out_overflow[i] = over[r]
             out_count[i] = nbuf[r]
-            out_link[i] = _pick(buf_i, nbuf, r, seed, rid[i])
+            out_link[i] = pick_buffered(buf_i, nbuf, r, seed, rid[i])
 

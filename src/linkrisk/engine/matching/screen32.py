@@ -11,7 +11,7 @@ inner products per pair, vectorized over a cache-resident tile of B, the score
 list entries are then re-scored in float64 with the engine's arithmetic
 (:func:`~.knn.pair_costs`) and sorted by (exact cost, index). Every pair left out of i's
 list had a float32 score ≥ the final K-th one D_i, so its exact squared distance is
-≥ L(D_i) (:func:`~.screen._lower`: |float32 − exact| ≤ c(‖a‖² + ‖b‖²), c = 4(m+3)·2⁻²³)
+≥ L(D_i) (:func:`~..nearest.screen.lower_bound`: |float32 − exact| ≤ c(‖a‖² + ‖b‖²), c = 4(m+3)·2⁻²³)
 and α_i = √L(D_i). The bound holds for this summation order as for faiss's: rounding the
 inputs costs ≤ 2·2⁻²⁴ relative per product and 2⁻²⁴·m per norm, and summing the m + 2
 terms ≤ γ_{m+2}·Σ|terms| ≤ (m+2)·2⁻²³(‖a‖² + ‖b‖²), since 2Σ|a_k b_k| ≤ ‖a‖² + ‖b‖²;
@@ -28,22 +28,16 @@ import dataclasses
 import numba as nb
 import numpy as np
 
-from .knn import (
-    KNN,
-    Pairwise,
-    Progress,
-    _insert,
-    _merge_threads,
-    _row_blocks,
-    pair_costs,
-)
-from .screen import _lower
+from ..nearest.kernels import Pairwise
+from ..nearest.rules import Progress
+from ..nearest.screen import lower_bound
+from .knn import KNN, insert_sorted, merge_threads, pair_costs, row_blocks
 
 #: B columns per tile: 13 float32 attribute rows of 1024 columns (52 KiB) stay in L2 and
 #: the row's 4 KiB accumulator in L1
 TILE = 1024
-#: attacker rows scored against one tile of B before the next tile (128 vs 16: 0.69 vs
-#: 0.76 ns/pair at n = 2·10⁵, the release re-streamed from memory 8× less often)
+#: attacker rows scored against one tile of B before the next tile (more rows per tile:
+#: the release is re-streamed from memory less often; see benchmarks/README.md)
 CHUNK = 128
 _F32 = np.float32
 #: columns per sub-block searched for list entries in a tile with a hit
@@ -62,10 +56,10 @@ def _scores32x2(a, b, xi, xj, nxi, nxj, nyt, yt, t0, w, kth_i, kth_j, btt):
     over q, four attributes per pass; the last attribute is fused with the list check.
     Returns, per row, whether some score is below its forward threshold (``kth_i``,
     ``kth_j``) or the column's backward threshold ``btt[q]``. Two rows at once: each tile
-    load of y serves both (~15 % faster; an odd last row is passed twice). The loops run
-    over slices: indexing ``yt[k, t0 + q]`` directly keeps LLVM from vectorizing (measured
-    8 ns/pair against 0.5); starting from the norms and checking in the last pass saves
-    two passes over the scores (0.58 → 0.36 ns/pair at m = 13)."""
+    load of y serves both (an odd last row is passed twice). The loops run over slices:
+    indexing ``yt[k, t0 + q]`` directly keeps LLVM from vectorizing; starting from the
+    norms and checking in the last pass saves two passes over the scores (figures in
+    benchmarks/README.md, "float32 k-NN pass")."""
     m = xi.shape[0]
     for q in range(w):
         a[q] = nyt[q] + nxi
@@ -127,11 +121,11 @@ def _offer(a, i, t0, w, fsr, fir, bs, bi, bth):
         for q in range(q0, q1):
             s = a[q]
             if s < kth:
-                _insert(fsr, fir, s, t0 + q)
+                insert_sorted(fsr, fir, s, t0 + q)
                 kth = fsr[k - 1]
             j = t0 + q
             if kb > 0 and s < bth[j]:
-                _insert(bs[j], bi[j], s, i)
+                insert_sorted(bs[j], bi[j], s, i)
                 bth[j] = bs[j, kb - 1]
 
 
@@ -217,7 +211,7 @@ def knn_screened(pw: Pairwise, k: int, kb: int | None = None, *,
     b_idx = np.full((T, n_y, max(kb, 0)), -1, np.int64)
     b_sc = np.full((T, n_y, max(kb, 0)), np.inf, _F32)
     b_thr = np.full((T, n_y), np.inf if kb > 0 else -np.inf, _F32)
-    rows = _row_blocks(n_x)
+    rows = row_blocks(n_x)
     for lo in range(0, n_x, rows):
         hi = min(lo + rows, n_x)
         _knn32_pass(xm2, nx, lo, hi, yt32, ny, TILE, CHUNK, f_idx, f_sc, b_idx, b_sc, b_thr)
@@ -226,7 +220,7 @@ def knn_screened(pw: Pairwise, k: int, kb: int | None = None, *,
     if kb > 0:
         bi = np.empty((n_y, kb), np.int64)
         bs32 = np.empty((n_y, kb), _F32)
-        _merge_threads(b_idx, b_sc, bi, bs32)
+        merge_threads(b_idx, b_sc, bi, bs32)
     else:
         bi, bs32 = np.empty((n_y, 0), np.int64), np.empty((n_y, 0), _F32)
     del b_idx, b_sc
@@ -244,5 +238,5 @@ def _list_bound(idx: np.ndarray, sc32: np.ndarray, z: np.ndarray, n_other: int
     score), +inf when a list holds every pair (not full, or as long as the other file)."""
     if idx.shape[1] >= n_other:
         return np.full(idx.shape[0], np.inf)
-    b = np.maximum(_lower(sc32[:, -1], z), 0.0)
+    b = np.maximum(lower_bound(sc32[:, -1], z), 0.0)
     return np.where(idx[:, -1] < 0, np.inf, b)

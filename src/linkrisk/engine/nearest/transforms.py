@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 from scipy.stats import rankdata
 
-from ..errors import SingularCovarianceError
+from ...errors import SingularCovarianceError
 
 #: rows per block of the blockwise transforms (temporaries bounded at 10⁶ records)
 BLOCK_ROWS = 65536

@@ -7,13 +7,23 @@ the running minimum and the records tied with it. Nothing of size n×n' is ever 
 
 Scores are computed directly from differences (not with the GEMM identity), in float64,
 summing attributes in a fixed order, so the same pair always gets the same bits: this is
-what makes the tie rule (relative tolerance on the minimum) exact and reproducible.
+what makes the tie rule (relative tolerance on the minimum) exact and reproducible. Ties,
+tie breaking and the pick follow :mod:`.rules`.
+
+:class:`Pairwise` (two files under one metric, with the kernels' metric arguments) is the
+one description of a scoring problem shared by the nearest-set engine and global matching.
 """
 
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import dataclass
+
 import numba as nb
 import numpy as np
+
+from ...errors import LinkriskError
+from .rules import pick, reservoir_start, reservoir_step, tie_threshold, tile_width
 
 SQEUCLIDEAN, L1, LINF, KERNEL, MIXED = 0, 1, 2, 3, 4
 METRIC_CODES = {"sqeuclidean": SQEUCLIDEAN, "l1": L1, "linf": LINF, "kernel": KERNEL,
@@ -57,7 +67,7 @@ class Tables:
 
 
 @nb.njit(inline="always")
-def _tile_scores(acc, a, bt, t0, w, metric, degree, kaa_i, kbb, tflat, toff, tsize):
+def tile_scores(acc, a, bt, t0, w, metric, degree, kaa_i, kbb, tflat, toff, tsize):
     """acc[k] = score(a, B[t0+k]) for k < w. bt is B transposed (m × n')."""
     m = a.shape[0]
     for k in range(w):
@@ -107,17 +117,7 @@ def _tile_scores(acc, a, bt, t0, w, metric, degree, kaa_i, kbb, tflat, toff, tsi
 
 
 @nb.njit(inline="always")
-def _mix(seed, i):
-    """splitmix64 of (seed, i): a reproducible per-record random number for tie breaking
-    that does not depend on thread scheduling."""
-    z = np.uint64(seed) * np.uint64(0x9E3779B97F4A7C15) + np.uint64(i) + np.uint64(1)
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return z ^ (z >> np.uint64(31))
-
-
-@nb.njit(inline="always")
-def _new_minimum(buf_i, buf_s, nbuf, over, r, old, thr):
+def new_minimum(buf_i, buf_s, nbuf, over, r, old, thr):
     """Row r has a new minimum (was ``old``), tie threshold ``thr``: drop the buffered
     candidates above it; records lost to an overflow scored ≥ old: gone if old > thr."""
     q = 0
@@ -132,7 +132,7 @@ def _new_minimum(buf_i, buf_s, nbuf, over, r, old, thr):
 
 
 @nb.njit(inline="always")
-def _buffer(buf_i, buf_s, nbuf, over, r, j, s):
+def buffer_candidate(buf_i, buf_s, nbuf, over, r, j, s):
     """Keep candidate j (score s) of row r, or flag the row's overflow when its buffer is
     full."""
     if nbuf[r] < buf_i.shape[1]:
@@ -144,13 +144,13 @@ def _buffer(buf_i, buf_s, nbuf, over, r, j, s):
 
 
 @nb.njit(inline="always")
-def _pick(buf_i, nbuf, r, seed, rid_i):
+def pick_buffered(buf_i, nbuf, r, seed, rid_i):
     """A candidate of row r drawn with the record's own generator (−1: none); the buffer
     is in B order, so the pick does not depend on tiling."""
     cnt = nbuf[r]
     if cnt == 0:
         return -1
-    return buf_i[r, np.int64(_mix(seed, rid_i) % np.uint64(cnt))]
+    return buf_i[r, pick(seed, rid_i, cnt)]
 
 
 @nb.njit(parallel=True, cache=True)
@@ -181,22 +181,22 @@ def nearest_block(a_blk, rid, bt, metric, degree, kaa, kbb, tflat, toff, tsize, 
             w = min(tile, n_b - t0)
             for r in range(nr):
                 i = lo + r
-                _tile_scores(acc, a_blk[i], bt, t0, w, metric, degree, kaa[i], kbb,
+                tile_scores(acc, a_blk[i], bt, t0, w, metric, degree, kaa[i], kbb,
                              tflat, toff, tsize)
                 ti = truth[i]
                 if ti >= t0 and ti < t0 + w:
                     tscore[r] = acc[ti - t0]
                 cur = best[r]
-                thr = cur + rtol * abs(cur)
+                thr = tie_threshold(cur, rtol)
                 for k in range(w):
                     s = acc[k]
                     if s <= thr:
                         if s < cur:
                             old = cur
                             cur = s
-                            thr = cur + rtol * abs(cur)
-                            _new_minimum(buf_i, buf_s, nbuf, over, r, old, thr)
-                        _buffer(buf_i, buf_s, nbuf, over, r, t0 + k, s)
+                            thr = tie_threshold(cur, rtol)
+                            new_minimum(buf_i, buf_s, nbuf, over, r, old, thr)
+                        buffer_candidate(buf_i, buf_s, nbuf, over, r, t0 + k, s)
                 best[r] = cur
         for r in range(nr):
             i = lo + r
@@ -204,7 +204,7 @@ def nearest_block(a_blk, rid, bt, metric, degree, kaa, kbb, tflat, toff, tsize, 
             out_true_score[i] = tscore[r]
             out_overflow[i] = over[r]
             out_count[i] = nbuf[r]
-            out_link[i] = _pick(buf_i, nbuf, r, seed, rid[i])
+            out_link[i] = pick_buffered(buf_i, nbuf, r, seed, rid[i])
 
 
 @nb.njit(parallel=True, cache=True)
@@ -218,54 +218,146 @@ def recount_rows(rows, rid, a, bt, metric, degree, kaa, kbb, tflat, toff, tsize,
         acc = np.empty(tile)
         cnt = 0
         link = -1
-        state = _mix(seed, rid[i])
+        state = reservoir_start(seed, rid[i])
         for t0 in range(0, n_b, tile):
             w = min(tile, n_b - t0)
-            _tile_scores(acc, a[i], bt, t0, w, metric, degree, kaa[i], kbb, tflat, toff, tsize)
+            tile_scores(acc, a[i], bt, t0, w, metric, degree, kaa[i], kbb, tflat, toff, tsize)
             for k in range(w):
                 if acc[k] <= thr[p]:
                     cnt += 1
-                    state = _mix(state, cnt)
-                    if state % np.uint64(cnt) == 0:
+                    state, take = reservoir_step(state, cnt)
+                    if take:
                         link = t0 + k
         out_count[p] = cnt
         out_link[p] = link
 
 
+@nb.njit(inline="always")
+def pair_score(x, y, metric, degree, kxx, kyy, tflat, toff, tsize):
+    """Score of one pair of rows (x, y) with exactly the arithmetic of :func:`tile_scores`
+    (same bits); ``kxx``/``kyy`` are K(x,x)/K(y,y) for the kernel metric."""
+    m = x.shape[0]
+    acc = 0.0
+    if metric == 0:
+        for q in range(m):
+            d = x[q] - y[q]
+            acc += d * d
+    elif metric == 1:
+        for q in range(m):
+            acc += abs(x[q] - y[q])
+    elif metric == 2:
+        for q in range(m):
+            d = abs(x[q] - y[q])
+            if d > acc:
+                acc = d
+    elif metric == 3:
+        for q in range(m):
+            acc += x[q] * y[q]
+        acc = kxx + kyy - 2.0 * (1.0 + acc) ** degree
+    else:
+        for q in range(m):
+            L = tsize[q]
+            if L == 0:
+                d = x[q] - y[q]
+                acc += d * d
+            else:
+                acc += tflat[toff[q] + np.int64(x[q]) * L + np.int64(y[q])]
+    return acc
+
+
 @nb.njit(parallel=True, cache=True)
 def pair_scores(a, b, ia, ib, metric, degree, kaa, kbb, tflat, toff, tsize, out):
-    """Scores of the listed pairs (a[ia[p]], b[ib[p]]) with exactly the arithmetic of
-    :func:`_tile_scores` (same bits), for re-checking screened candidates."""
-    m = a.shape[1]
+    """Scores of the listed pairs (a[ia[p]], b[ib[p]]) with :func:`pair_score` (−1 in
+    ``ib`` → ∞), for re-checking screened candidates."""
     for p in nb.prange(ia.shape[0]):
         i = ia[p]
         j = ib[p]
         if j < 0:
             out[p] = np.inf
             continue
-        acc = 0.0
-        if metric == 0:
-            for q in range(m):
-                d = a[i, q] - b[j, q]
-                acc += d * d
-        elif metric == 1:
-            for q in range(m):
-                acc += abs(a[i, q] - b[j, q])
-        elif metric == 2:
-            for q in range(m):
-                d = abs(a[i, q] - b[j, q])
-                if d > acc:
-                    acc = d
-        elif metric == 3:
-            for q in range(m):
-                acc += a[i, q] * b[j, q]
-            acc = kaa[i] + kbb[j] - 2.0 * (1.0 + acc) ** degree
+        out[p] = pair_score(a[i], b[j], metric, degree, kaa[i], kbb[j], tflat, toff, tsize)
+
+
+@dataclass
+class Pairwise:
+    """Two files and an engine metric, ready for the kernels: ``x`` (rows) is scanned
+    against the attribute-major ``yt`` = yᵀ (None until a caller needs it). ``kxx``/``kyy``
+    are the kernel metric's K(x,x)/K(y,y) (zeros otherwise); ``tables`` the mixed metric's
+    category tables; ``root``: costs are √score (global matching's Euclidean cost)."""
+
+    x: np.ndarray
+    y: np.ndarray
+    yt: np.ndarray | None
+    code: int
+    degree: int
+    kxx: np.ndarray
+    kyy: np.ndarray
+    tables: Tables
+    root: bool
+
+    @classmethod
+    def build(cls, x: np.ndarray, y: np.ndarray, metric: str = "sqeuclidean", *,
+              root: bool = False, degree: int = 2, tables: Tables | None = None,
+              transpose: bool = True) -> Pairwise:
+        """Check and convert the two files. ``transpose=False`` leaves ``yt`` None (the
+        nearest-set engine makes its own attribute-major copy only when it needs one)."""
+        if metric not in METRIC_CODES:
+            raise LinkriskError(f"unknown metric {metric!r}; use one of {', '.join(METRIC_CODES)}")
+        x = np.ascontiguousarray(x, dtype=np.float64)
+        y = np.ascontiguousarray(y, dtype=np.float64)
+        if x.ndim != 2 or y.ndim != 2 or x.shape[1] != y.shape[1]:
+            raise LinkriskError(f"attribute counts differ: {x.shape} vs {y.shape}")
+        if x.shape[0] == 0 or y.shape[0] == 0:
+            raise LinkriskError("cannot link an empty file")
+        code = METRIC_CODES[metric]
+        if code == METRIC_CODES["kernel"]:
+            kxx = (1.0 + np.einsum("ij,ij->i", x, x)) ** degree
+            kyy = (1.0 + np.einsum("ij,ij->i", y, y)) ** degree
         else:
-            for q in range(m):
-                L = tsize[q]
-                if L == 0:
-                    d = a[i, q] - b[j, q]
-                    acc += d * d
-                else:
-                    acc += tflat[toff[q] + np.int64(a[i, q]) * L + np.int64(b[j, q])]
-        out[p] = acc
+            kxx, kyy = np.zeros(x.shape[0]), np.zeros(y.shape[0])
+        if tables is None:
+            tables = Tables.empty(x.shape[1])
+        return cls(x, y, np.ascontiguousarray(y.T) if transpose else None, code, int(degree),
+                   kxx, kyy, tables, bool(root))
+
+    def swapped(self) -> Pairwise:
+        """The same costs with the roles of the files exchanged (score(y, x) = score(x, y)
+        bit for bit: each category table is transposed, K(x,x) and K(y,y) swap)."""
+        t = self.tables
+        flat = t.flat.copy()
+        for j in np.flatnonzero(t.size > 0):
+            L, o = int(t.size[j]), int(t.off[j])
+            flat[o:o + L * L] = t.flat[o:o + L * L].reshape(L, L).T.ravel()
+        return Pairwise(self.y, self.x, np.ascontiguousarray(self.x.T), self.code, self.degree,
+                        self.kyy, self.kxx, Tables(flat, t.off, t.size), self.root)
+
+    def rows(self, idx: np.ndarray) -> Pairwise:
+        """The same pair restricted to the rows ``idx`` of ``x`` (a boolean mask or
+        indices)."""
+        return dataclasses.replace(self, x=np.ascontiguousarray(self.x[idx]),
+                                   kxx=self.kxx[idx])
+
+    @property
+    def tabs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The mixed metric's category tables as kernel arguments."""
+        return self.tables.flat, self.tables.off, self.tables.size
+
+    def pair_scores(self, ix: np.ndarray, iy: np.ndarray) -> np.ndarray:
+        """Scores (not costs) of the pairs (x[ix], y[iy]) with the kernels' exact
+        arithmetic (−1 in ``iy`` → ∞)."""
+        out = np.empty(ix.shape[0])
+        pair_scores(self.x, self.y, np.ascontiguousarray(ix, np.int64),
+                    np.ascontiguousarray(iy, np.int64), self.code, self.degree, self.kxx,
+                    self.kyy, *self.tabs, out)
+        return out
+
+    @property
+    def args(self) -> tuple:
+        """The metric arguments of :func:`tile_scores` after (x, yt)."""
+        return (self.code, self.degree, self.kxx, self.kyy, self.tables.flat,
+                self.tables.off, self.tables.size)
+
+    @property
+    def tile(self) -> int:
+        """Columns of y per tile of the compiled scans (:func:`~.rules.tile_width`)."""
+        return tile_width(self.x.shape[1])

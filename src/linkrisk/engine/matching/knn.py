@@ -2,7 +2,7 @@
 
 Every kernel here walks A × B with the engine's tiling (a tile of B, attribute-major, stays
 in cache while a chunk of A rows is scored against it) and computes each score with the
-shared :func:`~.kernels._tile_scores` (squared Euclidean through a register-blocked copy
+shared :func:`~.kernels.tile_scores` (squared Euclidean through a register-blocked copy
 with the same summation order, :func:`_sq_tile`), so a pair always gets the same bits as in
 the DBRL engine. Nothing of size n_a × n_b is stored, except by :func:`dense_costs`, which
 exists for the small-n dense assignment.
@@ -18,82 +18,19 @@ a stable argsort of the score row would.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numba as nb
 import numpy as np
 
-from ..errors import LinkriskError
-from .kernels import METRIC_CODES, Tables, _tile_scores
-
-Progress = Callable[[int, int], None]
+from ...errors import LinkriskError
+from ..nearest.kernels import Pairwise, tile_scores
+from ..nearest.rules import Progress
 
 
 # ---------------------------------------------------------------------------------------
 # metric set-up (what every kernel needs besides the two matrices)
 # ---------------------------------------------------------------------------------------
-@dataclass
-class Pairwise:
-    """Two files and an engine metric, ready for the kernels: ``x`` (rows) is scanned
-    against the attribute-major ``yt`` = yᵀ. ``kxx``/``kyy`` are the kernel metric's
-    K(x,x)/K(y,y) (zeros otherwise); ``tables`` the mixed metric's category tables."""
-
-    x: np.ndarray
-    y: np.ndarray
-    yt: np.ndarray
-    code: int
-    degree: int
-    kxx: np.ndarray
-    kyy: np.ndarray
-    tables: Tables
-    root: bool
-
-    @classmethod
-    def build(cls, x: np.ndarray, y: np.ndarray, metric: str = "sqeuclidean", *,
-              root: bool = False, degree: int = 2, tables: Tables | None = None) -> Pairwise:
-        if metric not in METRIC_CODES:
-            raise LinkriskError(f"unknown metric {metric!r}; use one of {', '.join(METRIC_CODES)}")
-        x = np.ascontiguousarray(x, dtype=np.float64)
-        y = np.ascontiguousarray(y, dtype=np.float64)
-        if x.ndim != 2 or y.ndim != 2 or x.shape[1] != y.shape[1]:
-            raise LinkriskError(f"attribute counts differ: {x.shape} vs {y.shape}")
-        if x.shape[0] == 0 or y.shape[0] == 0:
-            raise LinkriskError("cannot link an empty file")
-        code = METRIC_CODES[metric]
-        if code == METRIC_CODES["kernel"]:
-            kxx = (1.0 + np.einsum("ij,ij->i", x, x)) ** degree
-            kyy = (1.0 + np.einsum("ij,ij->i", y, y)) ** degree
-        else:
-            kxx, kyy = np.zeros(x.shape[0]), np.zeros(y.shape[0])
-        if tables is None:
-            tables = Tables.empty(x.shape[1])
-        return cls(x, y, np.ascontiguousarray(y.T), code, int(degree), kxx, kyy, tables,
-                   bool(root))
-
-    def swapped(self) -> Pairwise:
-        """The same costs with the roles of the files exchanged (score(y, x) = score(x, y)
-        bit for bit: each category table is transposed, K(x,x) and K(y,y) swap)."""
-        t = self.tables
-        flat = t.flat.copy()
-        for j in np.flatnonzero(t.size > 0):
-            L, o = int(t.size[j]), int(t.off[j])
-            flat[o:o + L * L] = t.flat[o:o + L * L].reshape(L, L).T.ravel()
-        return Pairwise(self.y, self.x, np.ascontiguousarray(self.x.T), self.code, self.degree,
-                        self.kyy, self.kxx, Tables(flat, t.off, t.size), self.root)
-
-    @property
-    def args(self) -> tuple:
-        """The metric arguments of ``_tile_scores`` after (x, yt)."""
-        return (self.code, self.degree, self.kxx, self.kyy, self.tables.flat,
-                self.tables.off, self.tables.size)
-
-    @property
-    def tile(self) -> int:
-        # an attribute-major tile of y (m × tile doubles) stays within ~256 KiB of cache
-        return int(np.clip(2**15 // max(self.x.shape[1], 1), 256, 4096))
-
-
 @nb.njit(inline="always")
 def _cost(s, root):
     if root:
@@ -105,9 +42,9 @@ def _cost(s, root):
 def _sq_tile(acc, a, bt, t0, w):
     """Squared Euclidean scores of one row against a tile, 8 columns at a time in
     registers. Each score is summed over the attributes in the same order as
-    :func:`~.kernels._tile_scores` (no contraction into FMA), so the bits are the same;
+    :func:`~.kernels.tile_scores` (no contraction into FMA), so the bits are the same;
     keeping the 8 partial sums in registers avoids re-loading and storing ``acc`` once
-    per attribute, which made the generic loop ~1.4x slower."""
+    per attribute, which made the generic loop slower (see benchmarks/README.md)."""
     m = a.shape[0]
     k0 = 0
     while k0 + 8 <= w:
@@ -151,15 +88,15 @@ def _sq_tile(acc, a, bt, t0, w):
 
 @nb.njit(inline="always")
 def _scores(acc, a, bt, t0, w, metric, degree, kaa_i, kbb, tflat, toff, tsize):
-    """:func:`~.kernels._tile_scores` with a register-blocked squared Euclidean path."""
+    """:func:`~.kernels.tile_scores` with a register-blocked squared Euclidean path."""
     if metric == 0:
         _sq_tile(acc, a, bt, t0, w)
     else:
-        _tile_scores(acc, a, bt, t0, w, metric, degree, kaa_i, kbb, tflat, toff, tsize)
+        tile_scores(acc, a, bt, t0, w, metric, degree, kaa_i, kbb, tflat, toff, tsize)
 
 
 @nb.njit(inline="always")
-def _insert(vals, idx, s, j):
+def insert_sorted(vals, idx, s, j):
     """Insert (s, j) into the ascending list ``vals`` (caller checked s < vals[-1]); an
     equal value already present stays first, so ties keep their arrival order."""
     p = vals.shape[0] - 1
@@ -171,7 +108,7 @@ def _insert(vals, idx, s, j):
     idx[p] = j
 
 
-def _row_blocks(n: int, parts: int = 32) -> int:
+def row_blocks(n: int, parts: int = 32) -> int:
     """Rows per Python-level block: ~``parts`` progress reports per pass."""
     return int(max(256, -(-n // parts)))
 
@@ -218,17 +155,17 @@ def _knn_pass(x, lo, hi, yt, metric, degree, kxx, kyy, tflat, toff, tsize, tile,
                         for q in range(w):
                             s = acc[q]
                             if s < kth:
-                                _insert(fsr, fir, s, t0 + q)
+                                insert_sorted(fsr, fir, s, t0 + q)
                                 kth = fsr[k - 1]
                             j = t0 + q
                             if s < bth[j]:
-                                _insert(bs[j], bi[j], s, i)
+                                insert_sorted(bs[j], bi[j], s, i)
                                 bth[j] = bs[j, kb - 1]
                     else:
                         for q in range(w):
                             s = acc[q]
                             if s < kth:
-                                _insert(fsr, fir, s, t0 + q)
+                                insert_sorted(fsr, fir, s, t0 + q)
                                 kth = fsr[k - 1]
             for r in range(nr):
                 for q in range(k):
@@ -237,7 +174,7 @@ def _knn_pass(x, lo, hi, yt, metric, degree, kxx, kyy, tflat, toff, tsize, tile,
 
 
 @nb.njit(parallel=True, cache=True)
-def _merge_threads(b_idx, b_sc, out_idx, out_sc):
+def merge_threads(b_idx, b_sc, out_idx, out_sc):
     """Merge the per-thread backward lists (each sorted by (score, index), as every thread
     meets its rows in increasing order) by (score, index)."""
     T, n, kb = b_idx.shape
@@ -294,7 +231,7 @@ def knn(pw: Pairwise, k: int, kb: int | None = None, *, progress: Progress | Non
     b_idx = np.full((T, n_y, max(kb, 0)), -1, np.int64)
     b_sc = np.full((T, n_y, max(kb, 0)), np.inf)
     b_thr = np.full((T, n_y), np.inf)
-    rows = _row_blocks(n_x)
+    rows = row_blocks(n_x)
     for lo in range(0, n_x, rows):
         hi = min(lo + rows, n_x)
         _knn_pass(pw.x, lo, hi, pw.yt, *pw.args, pw.tile, 16, f_idx, f_sc, b_idx, b_sc, b_thr)
@@ -303,7 +240,7 @@ def knn(pw: Pairwise, k: int, kb: int | None = None, *, progress: Progress | Non
     if kb > 0:
         out_i = np.empty((n_y, kb), np.int64)
         out_s = np.empty((n_y, kb))
-        _merge_threads(b_idx, b_sc, out_i, out_s)
+        merge_threads(b_idx, b_sc, out_i, out_s)
     else:
         out_i, out_s = np.empty((n_y, 0), np.int64), np.empty((n_y, 0))
     return KNN(f_idx, f_sc, out_i, out_s)
@@ -313,7 +250,7 @@ def knn(pw: Pairwise, k: int, kb: int | None = None, *, progress: Progress | Non
 # reduced-cost scan (the certificate) and the other per-row scans
 # ---------------------------------------------------------------------------------------
 #: columns per block of the gated scan (a block is skipped when no column passes the gate;
-#: first certificate of the 2·10⁵ benchmark problem: 64 → 256 columns 1.19 → 1.00 s)
+#: larger blocks amortize the gate test, see benchmarks/README.md, "certificate scan")
 GATE_BLOCK = 256
 #: rows of the gated scan that share each block of columns while it is in cache
 SCAN_ROWS = 64
@@ -399,7 +336,7 @@ def _keep(r, th, j, best, cnt, vals, idxs):
         if r < best:
             best = r
         if vals.shape[0] > 0 and r < vals[-1]:
-            _insert(vals, idxs, r, j)
+            insert_sorted(vals, idxs, r, j)
     return best, cnt
 
 
@@ -415,11 +352,11 @@ def _scan_gated(prow, x, yts, metric, degree, kxx, kyy, tflat, toff, tsize, root
 
     Tiled: the rows come sorted by end (descending) in chunks ``chunks[c]..chunks[c+1]``;
     a block of columns (GATE_BLOCK of them, in L1) is scored against every row of the chunk
-    that needs it before the next block is read (2·10⁵: ~15 % faster with ``s32``, no
-    gain in float64, whose exact scoring is compute-bound). A block is first tested without
+    that needs it before the next block is read (a gain with ``s32``, none in float64,
+    whose exact scoring is compute-bound; see benchmarks/README.md). A block is first tested without
     √ and branches (:func:`_any_below`) or, with ``s32`` (Euclidean cost), from float32
     scores with a rigorous error bound (:func:`_hit32`; ``cerr``·(‖x‖² + max ‖y‖² of the
-    block), the bound of :func:`~.screen._lower`); only a block that may hold a pair is
+    block), the bound of :func:`~..nearest.screen.lower_bound`); only a block that may hold a pair is
     scored exactly (with ``s32`` only its columns that may pass). Hits are rare (a few per
     row), so the pre-test is the cost. Each row sees its columns in increasing order, as a
     row-by-row scan would: the results are the same."""
@@ -515,7 +452,7 @@ def _screen_args(pw: Pairwise, yts: np.ndarray, off: np.ndarray, starts: np.ndar
     """The float32 copies of the scan's screen (columns in the scan's order): rows
     pre-scaled by −2 (exact), float32 norms, float64 norms of the rows and the largest per
     block of columns, the offsets in float32 and the largest |off| per block, and the
-    error constant c = 4(m+3)·2⁻²³ of :func:`~.screen._lower`."""
+    error constant c = 4(m+3)·2⁻²³ of :func:`~..nearest.screen.lower_bound`."""
     x32 = pw.x.astype(np.float32)
     yt32 = yts.astype(np.float32)
     nx32 = np.einsum("ij,ij->i", x32, x32).astype(np.float32)
@@ -536,12 +473,12 @@ def scan_gated(pw: Pairwise, rows: np.ndarray, off: np.ndarray, key: np.ndarray,
     """The pairs of the listed rows with r_ij = c(x_i, y_j) − off_j < θ_i (cost ≤ ``cmax``),
     looking only at the columns with key_j < θ_i and off_j > gate_i — the caller's proof
     that no other column can have r_ij < θ_i (the certificate: key = β − v, off = v,
-    θ_i = u_i − tol, gate_i = α_i − u_i + tol, see :func:`~.matching._suspects`).
+    θ_i = u_i − tol, gate_i = α_i − u_i + tol, see :func:`~.solver._suspects`).
 
     Columns are sorted by key once, so each row scans a prefix in blocks of
     ``GATE_BLOCK``, skipping blocks where no off_j passes the gate: the work is the
-    number of such pairs, not n_rows × n_cols (16 % of the full scan in the global
-    attack's first certificate at 2·10⁵ records, 26 % at 10⁶). Rows with similar prefixes
+    number of such pairs, not n_rows × n_cols (a fraction of the full scan; measured
+    shares in benchmarks/README.md). Rows with similar prefixes
     share each block while it is in cache, and a block is pre-tested before any pair is
     scored exactly. Returns (scan, nxt): ``scan.min`` = min(θ_i, min r_ij) — a lower bound
     of r_ij over *all* columns under the caller's proof — ``scan.count`` and the (up to
@@ -746,14 +683,14 @@ def _dense_reference(x, yt, metric, degree, kxx, kyy, tflat, toff, tsize, root, 
     n_y = yt.shape[1]
     for i in nb.prange(n):
         row = out[i]
-        _tile_scores(row, x[i], yt, 0, n_y, metric, degree, kxx[i], kyy, tflat, toff, tsize)
+        tile_scores(row, x[i], yt, 0, n_y, metric, degree, kxx[i], kyy, tflat, toff, tsize)
         for q in range(n_y):
             row[q] = _cost(row[q], root)
 
 
 def dense_costs(pw: Pairwise, *, reference: bool = False) -> np.ndarray:
     """The full n_x × n_y cost matrix (small problems only). ``reference``: computed with
-    the shared :func:`~.kernels._tile_scores` itself (to check that the kernels here give
+    the shared :func:`~.kernels.tile_scores` itself (to check that the kernels here give
     the same bits)."""
     out = np.empty((pw.x.shape[0], pw.y.shape[0]))
     (_dense_reference if reference else _dense)(pw.x, pw.yt, *pw.args, pw.root, out)

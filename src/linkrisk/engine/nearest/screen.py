@@ -2,7 +2,8 @@
 
 faiss's flat index finds nearest neighbours with a float32 GEMM — an order of magnitude
 faster than any float64 scan — but float32 cannot decide ties or near-ties, and faiss is
-fast only for k = 1 (its k > 1 path keeps a heap per query and is ~10× slower). So:
+fast only for k = 1 (its k > 1 path keeps a heap per query and is far slower; figures in
+benchmarks/README.md). So:
 
 1. B is cut into contiguous parts of ``PART`` rows; one k = 1 search per part gives each
    attacker record a the float32 minimum of every part: the overall best b₁ (in part s₁)
@@ -18,7 +19,7 @@ fast only for k = 1 (its k > 1 path keeps a heap per query and is ~10× slower).
        L(min(D₂, D_other)) > s_min + rtol·|s_min|,  L(D) = (D − 3c‖a‖²) / (1 + 2c),
 
    c = 4(m+3)·2⁻²³, where L(D) is a lower bound of the exact
-   score of any record whose computed score is ≥ D (see :func:`_lower`); then C(a) = {b₁}.
+   score of any record whose computed score is ≥ D (see :func:`lower_bound`); then C(a) = {b₁}.
 4. Rows that fail (ties or near-ties) go to a k = ``K`` screen with the same proof on the
    k-th score, and what still fails to the exact kernel.
 
@@ -31,7 +32,10 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from ..errors import LinkriskError
+from ...errors import LinkriskError
+from .kernels import Pairwise
+from .rules import pick_np, tie_threshold_np
+from .sets import NearestSets, exact_sets
 
 #: screen problems with at least this many pairs when ``screen="auto"``
 MIN_PAIRS = 50_000_000
@@ -43,9 +47,9 @@ PART: int | None = None
 
 
 def part_rows(n_b: int) -> int:
-    """Part size: 4096 rows, 8192 from 400,000 released records (measured here: faiss's
-    k = 1 search over 8192-row parts costs ~8 % more than over one index, 4096-row parts
-    ~20 %; step 2 costs n·PART pairs, negligible next to n² at 10⁶)."""
+    """Part size: 4096 rows, 8192 from 400,000 released records. Smaller parts make step 2
+    cheaper (n·PART pairs, negligible next to n² at 10⁶) but faiss's k = 1 search slower
+    over many small indexes (measured costs in benchmarks/README.md, "faiss screen")."""
     return PART if PART is not None else (8192 if n_b >= 400_000 else 4096)
 
 
@@ -55,16 +59,6 @@ def available() -> bool:
     except ImportError:
         return False
     return True
-
-
-def splitmix(seed: int, ids: np.ndarray) -> np.ndarray:
-    """numpy twin of :func:`~.kernels._mix` (uint64 arithmetic wraps, as in the kernel)."""
-    with np.errstate(over="ignore"):
-        z = (np.uint64(seed) * np.uint64(0x9E3779B97F4A7C15) + ids.astype(np.uint64)
-             + np.uint64(1))
-        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-        return z ^ (z >> np.uint64(31))
 
 
 def _faiss():
@@ -108,7 +102,7 @@ def _second(a, bt, nb_, out):
 
 def second_in_part(a32: np.ndarray, bp32: np.ndarray) -> np.ndarray:
     """The second smallest squared distance, ‖a‖² + ‖b‖² − 2a·b in float32 (faiss's
-    arithmetic, so :func:`_lower` bounds its error), of each row of ``a32`` to the rows of
+    arithmetic, so :func:`lower_bound` bounds its error), of each row of ``a32`` to the rows of
     ``bp32`` (∞ when ``bp32`` has one row)."""
     out = np.full(a32.shape[0], np.inf, np.float32)
     if bp32.shape[0] >= 2 and a32.shape[0]:
@@ -117,7 +111,7 @@ def second_in_part(a32: np.ndarray, bp32: np.ndarray) -> np.ndarray:
     return out
 
 
-def _lower(d: np.ndarray, a: np.ndarray, unit: float = 2.0**-23) -> np.ndarray:
+def lower_bound(d: np.ndarray, a: np.ndarray, unit: float = 2.0**-23) -> np.ndarray:
     """A lower bound of the exact squared distance ‖a−b‖² of every record b whose float32
     faiss score is ≥ ``d``.
 
@@ -130,12 +124,12 @@ def _lower(d: np.ndarray, a: np.ndarray, unit: float = 2.0**-23) -> np.ndarray:
     return (d.astype(np.float64) - 3.0 * c * np.einsum("ij,ij->i", a, a)) / (1.0 + 2.0 * c)
 
 
-def screened_sets(a, b, kern, truth, rid, *, rtol, seed, cap, memory_budget, progress):
+def screened_sets(pw: Pairwise, truth: np.ndarray, rid: np.ndarray, *, rtol: float, seed: int,
+                  cap: int, memory_budget: int, progress) -> NearestSets:
     """Candidate sets for the ``sqeuclidean`` metric through the two-stage faiss screen
     (see module): certified rows have |C(a)| = 1; the rest go to :func:`k_screened_sets`."""
-    from .nearest import NearestSets
-
     faiss = _faiss()
+    a, b = pw.x, pw.y
     n_a, m = a.shape
     n_b = b.shape[0]
     edges = list(range(0, n_b, part_rows(n_b))) + [n_b]
@@ -177,20 +171,20 @@ def screened_sets(a, b, kern, truth, rid, *, rtol, seed, cap, memory_budget, pro
         second[sel] = second_in_part(a[sel].astype(np.float32),
                                      parts[s].reconstruct_n(0, parts[s].ntotal))
     parts.clear()  # before the fallback screen builds its own index
-    smin = kern.pair_scores(a, b, np.arange(n_a), lab)
-    thr = smin + rtol * np.abs(smin)
-    ok = (_lower(np.minimum(other, second), a) > thr) & (lab >= 0)
-    out_ts = kern.pair_scores(a, b, np.arange(n_a), truth)  # −1 (no truth) → ∞
+    smin = pw.pair_scores(np.arange(n_a), lab)
+    thr = tie_threshold_np(smin, rtol)
+    ok = (lower_bound(np.minimum(other, second), a) > thr) & (lab >= 0)
+    out_ts = pw.pair_scores(np.arange(n_a), truth)  # −1 (no truth) → ∞
     out_min, out_count, out_link = smin, np.ones(n_a, np.int64), lab.copy()
     redo = np.flatnonzero(~ok)
     rechecked = 0
     if redo.size:
         # the uncertified rows are screened again: report them as a second pass
-        sub = k_screened_sets(a[redo], b, kern, truth[redo], rid[redo], rtol=rtol, seed=seed,
+        sub = k_screened_sets(pw.rows(redo), truth[redo], rid[redo], rtol=rtol, seed=seed,
                               cap=cap, memory_budget=memory_budget, progress=progress)
         out_min[redo], out_count[redo], out_link[redo] = sub.min_score, sub.count, sub.link
         rechecked = sub.rechecked
-    thr = out_min + rtol * np.abs(out_min)
+    thr = tie_threshold_np(out_min, rtol)
     true_in = (truth >= 0) & (out_ts <= thr)
     res = NearestSets(out_min, out_count, true_in, out_ts, out_link)
     res.uncertified = int(redo.size)
@@ -198,19 +192,19 @@ def screened_sets(a, b, kern, truth, rid, *, rtol, seed, cap, memory_budget, pro
     return res
 
 
-def k_screened_sets(a, b, kern, truth, rid, *, rtol, seed, cap, memory_budget, progress):
+def k_screened_sets(pw: Pairwise, truth: np.ndarray, rid: np.ndarray, *, rtol: float,
+                    seed: int, cap: int, memory_budget: int, progress) -> NearestSets:
     """Candidate sets through a faiss k = ``K`` screen: a row is accepted when its K-th
     float32 score minus ε(a) exceeds the tie threshold; the rest go to the exact kernel."""
-    from .nearest import NearestSets, exact_sets
-
     faiss = _faiss()
+    a, b = pw.x, pw.y
     n_a, m = a.shape
     k = min(K, b.shape[0])
     index = faiss.IndexFlatL2(m)
     index.add(np.ascontiguousarray(b, dtype=np.float32))
     out_min = np.empty(n_a)
     out_count = np.empty(n_a, np.int64)
-    out_ts = kern.pair_scores(a, b, np.arange(n_a), truth)  # −1 (no truth) → ∞
+    out_ts = pw.pair_scores(np.arange(n_a), truth)  # −1 (no truth) → ∞
     out_link = np.empty(n_a, np.int64)
     todo = np.zeros(n_a, np.bool_)
     # per row: float32 input copy, k distances and labels, k exact scores (+ temporaries)
@@ -221,10 +215,10 @@ def k_screened_sets(a, b, kern, truth, rid, *, rtol, seed, cap, memory_budget, p
         d32, lab = index.search(np.ascontiguousarray(a[r0:r1], dtype=np.float32), k)
         r = r1 - r0
         ia = np.repeat(np.arange(r0, r1), k)
-        ex = kern.pair_scores(a, b, ia, lab.ravel()).reshape(r, k)
+        ex = pw.pair_scores(ia, lab.ravel()).reshape(r, k)
         mn = ex.min(axis=1)
-        thr = mn + rtol * np.abs(mn)
-        kth = _lower(d32[:, -1], a[r0:r1])
+        thr = tie_threshold_np(mn, rtol)
+        kth = lower_bound(d32[:, -1], a[r0:r1])
         kth[lab[:, -1] < 0] = np.inf
         ok = (kth > thr) if k < b.shape[0] else np.ones(r, np.bool_)
         tied = ex <= thr[:, None]
@@ -232,7 +226,7 @@ def k_screened_sets(a, b, kern, truth, rid, *, rtol, seed, cap, memory_budget, p
         # link: the tied records in file order, pick hash(seed, row id) mod count
         order = np.where(tied, lab, np.iinfo(np.int64).max)
         order.sort(axis=1)
-        pick = (splitmix(seed, rid[r0:r1]) % cnt.astype(np.uint64)).astype(np.int64)
+        pick = pick_np(seed, rid[r0:r1], cnt)
         out_min[r0:r1] = mn
         out_count[r0:r1] = cnt
         out_link[r0:r1] = order[np.arange(r), pick]
@@ -241,10 +235,10 @@ def k_screened_sets(a, b, kern, truth, rid, *, rtol, seed, cap, memory_budget, p
             progress(r1, n_a)
     redo = np.flatnonzero(todo)
     if redo.size:
-        sub = exact_sets(a[redo], b, kern, truth[redo], rid[redo], rtol=rtol, seed=seed,
+        sub = exact_sets(pw.rows(redo), truth[redo], rid[redo], rtol=rtol, seed=seed,
                          cap=cap, memory_budget=memory_budget, progress=progress)
         out_min[redo], out_count[redo], out_link[redo] = sub.min_score, sub.count, sub.link
-    thr = out_min + rtol * np.abs(out_min)
+    thr = tie_threshold_np(out_min, rtol)
     true_in = (truth >= 0) & (out_ts <= thr)
     res = NearestSets(out_min, out_count, true_in, out_ts, out_link)
     res.rechecked = int(redo.size)

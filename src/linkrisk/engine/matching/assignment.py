@@ -14,8 +14,8 @@ that proof to the complete bipartite graph.
 Square problems start from column prices of an ε-scaling auction (Bertsekas 1988, "The
 auction algorithm: a distributed relaxation method for the assignment problem", Annals of
 Operations Research 14:105–123): with near-optimal prices almost every row's cheapest
-column is distinct, and the exact shortest-path phase only fixes local conflicts (on
-10^5-record k-NN graphs ~20× faster than from the column reduction). The final duals are
+column is distinct, and the exact shortest-path phase only fixes local conflicts (much
+faster than from the column reduction; see benchmarks/README.md). The final duals are
 *flattened* (:meth:`SparseAssignment.flatten`) before they are used as a certificate.
 
 When rows < columns the problem is the rectangular one (dummy rows of constant cost, see
@@ -35,14 +35,12 @@ component of the digraph that orients M's edges column → row and the others ro
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numba as nb
 import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components, maximum_bipartite_matching
 
-Progress = Callable[[int, int], None]
+from ..nearest.rules import Progress
 
 
 # ---------------------------------------------------------------------------------------
@@ -619,8 +617,8 @@ class SparseAssignment:
         cost is negative gets u_i lowered to it (square problems: the row is freed and
         re-augmented by the next :meth:`solve`); rectangular problems restart, since a
         freed column would keep a negative v."""
-        # merge row by row (both sorted by column): no re-sort of the whole graph (10⁶ rows,
-        # 1.3·10⁸ edges: a global argsort took ~30 s and several GB per repair round)
+        # merge row by row (both sorted by column): no re-sort of the whole graph, whose
+        # global argsort costs seconds and gigabytes per repair round at 10⁶ rows
         self._set_graph(*merge_csr(self.indptr, self.indices, self.cost,
                                    *to_csr(rows, cols, costs, self.n_rows)))
         if not self.started:

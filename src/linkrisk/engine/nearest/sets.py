@@ -1,0 +1,90 @@
+"""Blocked nearest-record search: the candidate sets C(a) of every per-record attack, with
+the tie rule of :mod:`.rules` (see ``docs/methods.md``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .intkernels import integer_form, nearest_block_int
+from .kernels import Pairwise, nearest_block, recount_rows
+from .rules import Progress, tie_threshold_np, tile_width
+
+#: default working-memory budget of the engine, bytes
+DEFAULT_MEMORY_BUDGET = 512 * 2**20
+
+
+@dataclass
+class NearestSets:
+    """For every attacker record a: the minimal score, |C(a)|, whether its true image is in
+    C(a), and one link chosen uniformly (seeded) among C(a)."""
+
+    min_score: np.ndarray    # float64 (n_a,)
+    count: np.ndarray        # int64 (n_a,) = |C(a)|
+    true_in_set: np.ndarray  # bool (n_a,)
+    true_score: np.ndarray   # float64 (n_a,), inf when a has no true image
+    link: np.ndarray         # int64 (n_a,)
+
+    @property
+    def correct(self) -> np.ndarray:
+        """χ(true(a) ∈ C(a)) / |C(a)|: expected correct link under random tie breaking."""
+        return np.where(self.true_in_set, 1.0 / np.maximum(self.count, 1), 0.0)
+
+
+def plan_blocks(n_a: int, n_b: int, m: int, memory_budget: int, cap: int) -> tuple[int, int]:
+    """(rows per Python-level block, B tile width). The working set per block is its
+    outputs plus the per-row tie buffers; tiles are sized so that an attribute-major tile of
+    B (m × tile doubles) stays within ~256 KiB of cache."""
+    tile = tile_width(m)
+    per_row = 8 * (5 + 2 * cap) + 8 * m
+    rows = int(max(256, min(n_a, memory_budget // max(per_row, 1), 1 << 16)))
+    return rows, tile
+
+
+def exact_sets(pw: Pairwise, truth: np.ndarray, rid: np.ndarray, *, rtol: float, seed: int,
+               cap: int, memory_budget: int, progress: Progress | None,
+               integer: bool = True) -> NearestSets:
+    """The fused exact kernel over all of B for every row of ``a`` (blocked for progress).
+    Whole-number scores (rank distances, Hamming) go through the int32 kernel of
+    :mod:`.intkernels` unless ``integer`` is False; the results are identical."""
+    a, b = pw.x, pw.y
+    n_a, m = a.shape
+    form = integer_form(a, b, pw.code, pw.tables) if integer else None
+    # the float kernel's attribute-major copy of B (the integer form has its own)
+    bt = np.ascontiguousarray(b.T) if form is None else None
+    ai, bti, icode, scale = form if form is not None else (None, None, 0, 1)
+    rows, tile = plan_blocks(n_a, b.shape[0], m, memory_budget, cap)
+    chunk = 16
+    out_min = np.empty(n_a)
+    out_count = np.empty(n_a, np.int64)
+    out_ts = np.empty(n_a)
+    out_link = np.empty(n_a, np.int64)
+    out_over = np.empty(n_a, np.bool_)
+    for r0 in range(0, n_a, rows):
+        r1 = min(r0 + rows, n_a)
+        outs = (out_min[r0:r1], out_count[r0:r1], out_ts[r0:r1], out_link[r0:r1],
+                out_over[r0:r1])
+        if form is not None:
+            nearest_block_int(ai[r0:r1], rid[r0:r1], bti, icode, scale, truth[r0:r1], rtol,
+                              cap, seed, tile, chunk, *outs)
+        else:
+            nearest_block(a[r0:r1], rid[r0:r1], bt, pw.code, pw.degree, pw.kxx[r0:r1],
+                          pw.kyy, *pw.tabs, truth[r0:r1], rtol, cap, seed, tile, chunk,
+                          *outs)
+        if progress is not None:
+            progress(r1, n_a)
+    thr = tie_threshold_np(out_min, rtol)
+    over = np.flatnonzero(out_over)
+    if over.size:
+        form = ai = bti = None  # free the integer copies before the float one is made
+        if bt is None:
+            bt = np.ascontiguousarray(b.T)
+        cnt = np.empty(over.size, np.int64)
+        lnk = np.empty(over.size, np.int64)
+        recount_rows(over.astype(np.int64), rid, a, bt, pw.code, pw.degree, pw.kxx,
+                     pw.kyy, *pw.tabs, thr[over], seed, tile, cnt, lnk)
+        out_count[over] = cnt
+        out_link[over] = lnk
+    true_in = (truth >= 0) & (out_ts <= thr)
+    return NearestSets(out_min, out_count, true_in, out_ts, out_link)
