@@ -11,10 +11,9 @@ Public API (pandas DataFrames in, results out)::
 from __future__ import annotations
 
 from . import datasets
+from ._version import __version__
 from .attacks import ATTACKS, AttackResult, attack
 from .errors import LinkriskError
-
-__version__ = "0.1.0"
 
 
 def mask(df, method, columns=None, seed=None, **params):  # noqa: ANN001, ANN201

@@ -340,7 +340,7 @@ def _measures(original: pd.DataFrame, masked: pd.DataFrame, qi: list[str],
 
 
 def _version() -> str:
-    from . import __version__
+    from ._version import __version__
 
     return __version__
 

@@ -98,7 +98,7 @@ class Interrupted(Exception):
 
 def _version(value: bool) -> None:
     if value:
-        from . import __version__
+        from ._version import __version__
 
         print(f"linkrisk {__version__}")
         raise typer.Exit()

@@ -8,10 +8,13 @@ SUDA2's minimal sample uniques are both built on it); ``row_groups`` numbers who
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from .errors import LinkriskError
 
 
 def relabel(key: np.ndarray, bound: int) -> tuple[np.ndarray, int]:
@@ -57,3 +60,122 @@ def subset_walk(codes: np.ndarray, size: np.ndarray,
             rec(s | (1 << j), child, gc, j, depth + 1)
 
     rec(0, np.zeros(codes.shape[0], np.int64), 1, -1, 0)
+
+
+# ---------------------------------------------------------------- key patterns and f_k
+def check_frame(df: Any) -> None:
+    if not isinstance(df, pd.DataFrame):
+        raise LinkriskError(f"expected a pandas DataFrame, got {type(df).__name__}")
+    if len(df) == 0:
+        raise LinkriskError("the file has no rows")
+
+
+def key_names(df: pd.DataFrame, keys: Sequence[str] | str) -> list[str]:
+    if isinstance(keys, str):
+        keys = [keys]
+    keys = list(keys)
+    if not keys:
+        raise LinkriskError("keys is empty; name the categorical key variables")
+    missing = [k for k in keys if k not in df.columns]
+    if missing:
+        raise LinkriskError(f"key variable(s) {', '.join(map(repr, missing))} not in the file; "
+                            f"it has {', '.join(map(str, df.columns))}")
+    if len(set(keys)) != len(keys):
+        raise LinkriskError("keys names a column twice")
+    return keys
+
+
+def key_codes(df: pd.DataFrame, keys: Sequence[str] | str) -> tuple[np.ndarray, np.ndarray]:
+    """(codes, size): the key columns as an n×m int64 matrix of category codes 0..size_j−1,
+    −1 where the value is missing (NaN/None/NA: suppressed)."""
+    check_frame(df)
+    keys = key_names(df, keys)
+    codes = np.empty((len(df), len(keys)), np.int64)
+    size = np.empty(len(keys), np.int64)
+    for j, c in enumerate(keys):
+        col = df[c]
+        try:
+            cj, uniq = pd.factorize(col, sort=False, use_na_sentinel=True)
+        except TypeError as exc:
+            raise LinkriskError(f"key variable {c!r} has values that cannot be compared "
+                                f"({exc}); make it a column of categories") from None
+        codes[:, j] = cj
+        size[j] = max(len(uniq), 1)
+    return codes, size
+
+
+def _project(rows: np.ndarray, size: np.ndarray, cols: list[int]) -> np.ndarray:
+    return row_groups(rows, size, cols)[0]
+
+
+def frequencies_from_codes(codes: np.ndarray, size: np.ndarray, w: np.ndarray | None = None,
+                           alpha: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    """(f_k, F_k) per record from key codes (−1 = missing), sdcMicro's ``freqCalc``
+    rules for missing values (module docstring). F_k is f_k when ``w`` is None."""
+    n, m = codes.shape
+    shifted = codes + 1                       # 0 = missing, as its own value for grouping
+    ids, d = row_groups(shifted, size + 1)
+    cnt = np.bincount(ids, minlength=d).astype(np.float64)
+    wsum = cnt.copy() if w is None else np.bincount(ids, weights=w, minlength=d)
+    first = np.full(d, n, np.int64)
+    np.minimum.at(first, ids, np.arange(n))
+    keys = codes[first]
+    kshift = keys + 1
+    na = keys < 0
+    if not na.any():
+        return cnt[ids], wsum[ids]
+    fk, Fk = cnt.copy(), wsum.copy()
+    complete = ~na.any(axis=1)
+    allna = na.all(axis=1)
+    if m == 1:
+        fk[complete] += alpha * cnt[~complete].sum()
+        Fk[complete] += alpha * wsum[~complete].sum()
+    else:
+        bits = (na.astype(np.int64) << np.arange(m)).sum(axis=1)   # missing-variable mask
+        patterns = np.unique(bits[~complete & ~allna])
+        ic = np.flatnonzero(complete)
+        ia = np.flatnonzero(allna)
+        c_all, w_all = cnt[ia].sum(), wsum[ia].sum()
+        by_pat = {int(p): np.flatnonzero(bits == p) for p in patterns}
+        # complete patterns <-> patterns with missing values
+        for p, ip in by_pat.items():
+            cols = [j for j in range(m) if not (p >> j) & 1]
+            if ic.size:
+                rows = np.concatenate([ic, ip])
+                g = _project(kshift[rows], size + 1, cols)
+                gc, gp = g[:ic.size], g[ic.size:]
+                ng = int(g.max()) + 1
+                fk[ip] += np.bincount(gc, weights=cnt[ic], minlength=ng)[gp]
+                Fk[ip] += np.bincount(gc, weights=wsum[ic], minlength=ng)[gp]
+                fk[ic] += alpha * np.bincount(gp, weights=cnt[ip], minlength=ng)[gc]
+                Fk[ic] += alpha * np.bincount(gp, weights=wsum[ip], minlength=ng)[gc]
+            # the all-missing patterns are compatible with every pattern
+            fk[ip] += alpha * c_all
+            Fk[ip] += alpha * w_all
+        # patterns with missing values among themselves: compatible where both observed.
+        # The keys are grouped once per set of observed columns shared by a pair.
+        if len(by_pat) > 1:
+            ip_all = np.concatenate(list(by_pat.values()))
+            pos = {p: np.arange(o, o + ip.size) for p, ip, o in
+                   zip(by_pat, by_pat.values(),
+                       np.cumsum([0] + [ip.size for ip in by_pat.values()])[:-1], strict=True)}
+            full = (1 << m) - 1
+            cache: dict[int, tuple[np.ndarray, int]] = {}
+            for a, ia_ in by_pat.items():
+                for b, ib_ in by_pat.items():
+                    if a == b:  # same missing positions: compatible only with itself
+                        continue
+                    shared = full & ~(a | b)
+                    if shared == 0:
+                        fk[ia_] += alpha * cnt[ib_].sum()
+                        Fk[ia_] += alpha * wsum[ib_].sum()
+                        continue
+                    if shared not in cache:
+                        cols = [j for j in range(m) if (shared >> j) & 1]
+                        cache[shared] = row_groups(kshift[ip_all], size + 1, cols)
+                    g, ng = cache[shared]
+                    ga, gb = g[pos[a]], g[pos[b]]
+                    fk[ia_] += alpha * np.bincount(gb, weights=cnt[ib_], minlength=ng)[ga]
+                    Fk[ia_] += alpha * np.bincount(gb, weights=wsum[ib_], minlength=ng)[ga]
+    fk[allna], Fk[allna] = float(n), float(wsum.sum())
+    return fk[ids], Fk[ids]

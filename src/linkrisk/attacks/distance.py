@@ -29,7 +29,6 @@ from ..params import Param
 from .base import KINDS, LinkContext, Outcome, register
 from .spaces import Space
 
-
 DBRL2_SIGMAS = ("spread", "aligned")
 
 

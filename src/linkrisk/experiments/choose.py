@@ -325,7 +325,7 @@ class Choice:
         """Write :meth:`release` (CSV or Parquet by extension) and its JSON sidecar
         ``<path>.json``: method, parameters, seed, linkrisk version, the measures of the
         point and of this very replication, and the risk limit it was chosen under."""
-        from .. import __version__
+        from .._version import __version__
         from ..fileio import atomic_write_text, check_output, write_table
 
         p = Path(path)
@@ -608,7 +608,7 @@ RULE_SCORE = ("least mean Score; near ties (mean Score ≤ the upper 95 % bound 
 
 
 def _version() -> str:
-    from .. import __version__
+    from .._version import __version__
 
     return __version__
 

@@ -41,8 +41,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import LinkriskError
-from ..grouping import row_groups
-from ..measures.frequency import frequencies_from_codes, key_codes
+from ..grouping import frequencies_from_codes, key_codes, row_groups
 
 
 def default_importance(codes: np.ndarray) -> np.ndarray:

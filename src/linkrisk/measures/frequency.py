@@ -66,7 +66,13 @@ import numpy as np
 import pandas as pd
 
 from ..errors import LinkriskError
-from ..grouping import row_groups, subset_walk
+from ..grouping import (
+    frequencies_from_codes,
+    key_codes,
+    key_names,
+    row_groups,
+    subset_walk,
+)
 
 #: the k of the reported k-anonymity violations
 K_LEVELS = (2, 3, 5)
@@ -79,47 +85,6 @@ MAX_SUDA_BYTES = 1 << 30
 
 
 # ---------------------------------------------------------------- inputs
-def _check_frame(df: Any) -> None:
-    if not isinstance(df, pd.DataFrame):
-        raise LinkriskError(f"expected a pandas DataFrame, got {type(df).__name__}")
-    if len(df) == 0:
-        raise LinkriskError("the file has no rows")
-
-
-def _keys(df: pd.DataFrame, keys: Sequence[str] | str) -> list[str]:
-    if isinstance(keys, str):
-        keys = [keys]
-    keys = list(keys)
-    if not keys:
-        raise LinkriskError("keys is empty; name the categorical key variables")
-    missing = [k for k in keys if k not in df.columns]
-    if missing:
-        raise LinkriskError(f"key variable(s) {', '.join(map(repr, missing))} not in the file; "
-                            f"it has {', '.join(map(str, df.columns))}")
-    if len(set(keys)) != len(keys):
-        raise LinkriskError("keys names a column twice")
-    return keys
-
-
-def key_codes(df: pd.DataFrame, keys: Sequence[str] | str) -> tuple[np.ndarray, np.ndarray]:
-    """(codes, size): the key columns as an n×m int64 matrix of category codes 0..size_j−1,
-    −1 where the value is missing (NaN/None/NA: suppressed)."""
-    _check_frame(df)
-    keys = _keys(df, keys)
-    codes = np.empty((len(df), len(keys)), np.int64)
-    size = np.empty(len(keys), np.int64)
-    for j, c in enumerate(keys):
-        col = df[c]
-        try:
-            cj, uniq = pd.factorize(col, sort=False, use_na_sentinel=True)
-        except TypeError as exc:
-            raise LinkriskError(f"key variable {c!r} has values that cannot be compared "
-                                f"({exc}); make it a column of categories") from None
-        codes[:, j] = cj
-        size[j] = max(len(uniq), 1)
-    return codes, size
-
-
 def _weights(df: pd.DataFrame, weights: Any) -> np.ndarray | None:
     if weights is None:
         return None
@@ -155,83 +120,6 @@ def _alpha(alpha: float) -> float:
 
 
 # ---------------------------------------------------------------- f_k and F_k
-def _project(rows: np.ndarray, size: np.ndarray, cols: list[int]) -> np.ndarray:
-    return row_groups(rows, size, cols)[0]
-
-
-def frequencies_from_codes(codes: np.ndarray, size: np.ndarray, w: np.ndarray | None = None,
-                           alpha: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
-    """(f_k, F_k) per record from key codes (−1 = missing), sdcMicro's ``freqCalc``
-    rules for missing values (module docstring). F_k is f_k when ``w`` is None."""
-    n, m = codes.shape
-    shifted = codes + 1                       # 0 = missing, as its own value for grouping
-    ids, d = row_groups(shifted, size + 1)
-    cnt = np.bincount(ids, minlength=d).astype(np.float64)
-    wsum = cnt.copy() if w is None else np.bincount(ids, weights=w, minlength=d)
-    first = np.full(d, n, np.int64)
-    np.minimum.at(first, ids, np.arange(n))
-    keys = codes[first]
-    kshift = keys + 1
-    na = keys < 0
-    if not na.any():
-        return cnt[ids], wsum[ids]
-    fk, Fk = cnt.copy(), wsum.copy()
-    complete = ~na.any(axis=1)
-    allna = na.all(axis=1)
-    if m == 1:
-        fk[complete] += alpha * cnt[~complete].sum()
-        Fk[complete] += alpha * wsum[~complete].sum()
-    else:
-        bits = (na.astype(np.int64) << np.arange(m)).sum(axis=1)   # missing-variable mask
-        patterns = np.unique(bits[~complete & ~allna])
-        ic = np.flatnonzero(complete)
-        ia = np.flatnonzero(allna)
-        c_all, w_all = cnt[ia].sum(), wsum[ia].sum()
-        by_pat = {int(p): np.flatnonzero(bits == p) for p in patterns}
-        # complete patterns <-> patterns with missing values
-        for p, ip in by_pat.items():
-            cols = [j for j in range(m) if not (p >> j) & 1]
-            if ic.size:
-                rows = np.concatenate([ic, ip])
-                g = _project(kshift[rows], size + 1, cols)
-                gc, gp = g[:ic.size], g[ic.size:]
-                ng = int(g.max()) + 1
-                fk[ip] += np.bincount(gc, weights=cnt[ic], minlength=ng)[gp]
-                Fk[ip] += np.bincount(gc, weights=wsum[ic], minlength=ng)[gp]
-                fk[ic] += alpha * np.bincount(gp, weights=cnt[ip], minlength=ng)[gc]
-                Fk[ic] += alpha * np.bincount(gp, weights=wsum[ip], minlength=ng)[gc]
-            # the all-missing patterns are compatible with every pattern
-            fk[ip] += alpha * c_all
-            Fk[ip] += alpha * w_all
-        # patterns with missing values among themselves: compatible where both observed.
-        # The keys are grouped once per set of observed columns shared by a pair.
-        if len(by_pat) > 1:
-            ip_all = np.concatenate(list(by_pat.values()))
-            pos = {p: np.arange(o, o + ip.size) for p, ip, o in
-                   zip(by_pat, by_pat.values(),
-                       np.cumsum([0] + [ip.size for ip in by_pat.values()])[:-1], strict=True)}
-            full = (1 << m) - 1
-            cache: dict[int, tuple[np.ndarray, int]] = {}
-            for a, ia_ in by_pat.items():
-                for b, ib_ in by_pat.items():
-                    if a == b:  # same missing positions: compatible only with itself
-                        continue
-                    shared = full & ~(a | b)
-                    if shared == 0:
-                        fk[ia_] += alpha * cnt[ib_].sum()
-                        Fk[ia_] += alpha * wsum[ib_].sum()
-                        continue
-                    if shared not in cache:
-                        cols = [j for j in range(m) if (shared >> j) & 1]
-                        cache[shared] = row_groups(kshift[ip_all], size + 1, cols)
-                    g, ng = cache[shared]
-                    ga, gb = g[pos[a]], g[pos[b]]
-                    fk[ia_] += alpha * np.bincount(gb, weights=cnt[ib_], minlength=ng)[ga]
-                    Fk[ia_] += alpha * np.bincount(gb, weights=wsum[ib_], minlength=ng)[ga]
-    fk[allna], Fk[allna] = float(n), float(wsum.sum())
-    return fk[ids], Fk[ids]
-
-
 def sample_frequencies(df: pd.DataFrame, keys: Sequence[str] | str, weights: Any = None,
                        alpha: float = 1.0) -> pd.DataFrame:
     """Per record: ``fk`` (sample frequency of its key pattern) and ``Fk`` (estimated
@@ -488,7 +376,7 @@ def suda2(df: pd.DataFrame, keys: Sequence[str] | str, max_size: int | None = No
     patterns; a compiled pass then keeps, per sample unique, the unique subsets none of
     whose one-smaller subsets is unique."""
     codes, size = key_codes(df, keys)
-    return suda2_from_codes(codes, size, _keys(df, keys), max_size, float(dis_fraction),
+    return suda2_from_codes(codes, size, key_names(df, keys), max_size, float(dis_fraction),
                             bool(original_scores))
 
 
@@ -613,7 +501,7 @@ def frequency_risk(df: pd.DataFrame, keys: Sequence[str] | str, weights: Any = N
     column (or values) for the household risk. ``max_size``: largest MSU SUDA2 looks for
     (default: all keys, as sdcMicro); ``suda=False`` skips SUDA2."""
     codes, size = key_codes(df, keys)
-    keys = _keys(df, keys)
+    keys = key_names(df, keys)
     w = _weights(df, weights)
     fk, Fk = frequencies_from_codes(codes, size, w, _alpha(alpha))
     n = len(df)
