@@ -69,6 +69,15 @@ def _faiss():
     return faiss
 
 
+def query_rows(faiss, rows: int, n_a: int) -> int:
+    """Attacker rows per faiss search: at most ``rows`` (the memory budget's), about 20
+    progress reports, but never fewer than faiss's BLAS threshold
+    (``distance_compute_blas_threshold`` queries): smaller query blocks take faiss's
+    non-BLAS path, which is several times slower (benchmarks/README.md)."""
+    blas = int(faiss.cvar.distance_compute_blas_threshold)
+    return min(rows, max(blas, -(-n_a // 20)))
+
+
 @nb.njit(parallel=True, cache=True)
 def _second(a, bt, nb_, out):
     """Per row i of ``a``: the second smallest of ‖b_j‖² − 2·a_i·b_j + ‖a_i‖² over the
@@ -141,7 +150,7 @@ def screened_sets(pw: Pairwise, truth: np.ndarray, rid: np.ndarray, *, rtol: flo
         parts.append(ix)
     # per row: float32 copy, best/second/other minima, labels, parts (+ temporaries)
     rows = int(np.clip(memory_budget // (4 * m + 64), 1024, 262_144))
-    rows = min(rows, max(1024, -(-n_a // 20)))  # about 20 progress reports
+    rows = query_rows(faiss, rows, n_a)
     best = np.empty(n_a, np.float32)
     other = np.empty(n_a, np.float32)
     lab = np.empty(n_a, np.int64)
@@ -209,7 +218,7 @@ def k_screened_sets(pw: Pairwise, truth: np.ndarray, rid: np.ndarray, *, rtol: f
     todo = np.zeros(n_a, np.bool_)
     # per row: float32 input copy, k distances and labels, k exact scores (+ temporaries)
     rows = int(np.clip(memory_budget // (4 * m + 40 * k + 64), 1024, 262_144))
-    rows = min(rows, max(1024, -(-n_a // 20)))  # about 20 progress reports
+    rows = query_rows(faiss, rows, n_a)
     for r0 in range(0, n_a, rows):
         r1 = min(r0 + rows, n_a)
         d32, lab = index.search(np.ascontiguousarray(a[r0:r1], dtype=np.float32), k)
