@@ -320,12 +320,24 @@ def test_prl_and_screened_dbrl_report_progress():
     linkrisk.attack(orig, rel, "prl", progress=lambda d, t: calls.append((d, t)), tol=0.1)
     assert len(calls) >= 10 and calls[-1] == (400, 400)
     pytest.importorskip("faiss", reason="needs faiss-cpu: pip install -e '.[fast]'")
-    from linkrisk.engine import nearest_sets
+    import faiss
 
+    from linkrisk.engine import nearest_sets
+    from linkrisk.engine.nearest.screen import query_rows
+
+    # query blocks never go below faiss's BLAS threshold (smaller ones are several times
+    # slower), so with its stock threshold a 3,000-row file is searched in one block ...
+    blas = faiss.cvar.distance_compute_blas_threshold
+    assert query_rows(faiss, 262_144, 10**6) >= blas and query_rows(faiss, 262_144, 3000) >= 3000
     x = np.random.default_rng(0).normal(size=(3000, 3))
-    calls = []
-    nearest_sets(x, x + 0.01, metric="sqeuclidean", screen="faiss",
-                 progress=lambda d, t: calls.append((d, t)))
+    # ... and with a low threshold the blocks follow the ~20 progress reports
+    faiss.cvar.distance_compute_blas_threshold = 20
+    try:
+        calls = []
+        nearest_sets(x, x + 0.01, metric="sqeuclidean", screen="faiss",
+                     progress=lambda d, t: calls.append((d, t)))
+    finally:
+        faiss.cvar.distance_compute_blas_threshold = blas
     assert len(calls) >= 3 and calls[-1][0] == calls[-1][1]
 
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 import hashlib
 import importlib
 import json
-import os
 import secrets
 import shlex
 import signal
@@ -51,8 +50,7 @@ from .attacks import (
 )
 from .data import parse_columns, parse_kinds
 from .errors import LinkriskError, LinkriskWarning
-from .fileio import atomic_write_text, input_label, read_inputs, write_table
-from .fileio import check_output as check_table_output
+from .fileio import atomic_write_text, check_output, input_label, read_inputs, write_table
 from .options import check_seed, parse_percent, parse_size
 from .options import parse_params as parse_params  # noqa: PLC0414  (re-exported)
 from .options import parse_value as parse_value  # noqa: PLC0414
@@ -113,23 +111,6 @@ def _root(version: Annotated[bool, typer.Option("--version", callback=_version, 
 
 
 # ------------------------------------------------------------------ helpers
-def check_output(path: str | Path | None, force: bool, what: str = "output") -> None:
-    """Refuse an output path before any computation: an existing file without
-    ``--force``, a directory, or a missing parent directory."""
-    if path is None or str(path) == "-":
-        return
-    path = Path(path)
-    if path.is_dir():
-        raise LinkriskError(f"{what} {path} is a directory; give a file name")
-    if path.exists() and not force:
-        raise LinkriskError(f"{path} exists; pass --force to overwrite it")
-    parent = path.parent if str(path.parent) else Path(".")
-    if not parent.is_dir():
-        raise LinkriskError(f"cannot write {what} {path}: directory {parent} does not exist")
-    if not os.access(parent, os.W_OK):
-        raise LinkriskError(f"cannot write {what} {path}: directory {parent} is not writable")
-
-
 def sha256(path: str | Path) -> str | None:
     """SHA-256 of a file's bytes (None for stdin or a non-file)."""
     try:
@@ -263,7 +244,7 @@ def attack(
     budget = parse_size(memory)
     seed = check_seed(seed)
     k = merge_kinds(kinds, nominal)
-    check_output(per_record, force, "--per-record file")
+    check_output(per_record, force, what="--per-record file")
     a, b = read_inputs(original, masked)
     ctx, direction = make_context(a, b, qi, ids=ids, kinds=k, direction=direction,
                                   memory_budget=budget, seed=seed, backend=backend,
@@ -369,7 +350,7 @@ def assess_cmd(
     budget = parse_size(memory)
     seed = check_seed(seed)
     k = merge_kinds(kinds, nominal)
-    check_output(output, force, "report")
+    check_output(output, force, what="report")
     a, b = read_inputs(original, masked)
     with progress_bar() as bar:
         res = assess(a, b, qi, "all" if chosen.strip() == "all" else chosen,
@@ -532,7 +513,7 @@ def choose_cmd(
     for p in outs:
         check_output(p, force)
     if write_release is not None:
-        check_table_output(write_release, force, table=True)
+        check_output(write_release, force, table=True, what="release")
     if output is not None or png is not None:
         from .experiments.choose_report import require_matplotlib
 
@@ -636,8 +617,7 @@ def mask_cmd(
     params = parse_params(param)
     drawn = seed is None
     seed = check_seed(secrets.randbelow(2**31) if drawn else seed)
-    check_output(output, force, "release")
-    check_table_output(output, force, table=True)
+    check_output(output, force, table=True, what="release")
     (df,) = read_inputs(input)
     res = mask(df, method, columns=parse_columns(columns), seed=seed, **params)
     same = [c for c in res.columns if c in df.columns and _same(df[c], res[c])]

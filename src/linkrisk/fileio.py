@@ -602,23 +602,26 @@ def output_format(path: str | os.PathLike) -> tuple[str, str | None]:
                         "or .xpt")
 
 
-def check_output(path: str | os.PathLike, force: bool = False, *, table: bool = False
-                 ) -> None:
+def check_output(path: str | os.PathLike | None, force: bool = False, *, table: bool = False,
+                 what: str = "output") -> None:
     """Refuse, before any work, an output that cannot be written: it exists (without
-    ``force``), is a directory, or its folder is missing; with ``table``, also a data format
-    :func:`write_table` cannot write."""
-    if str(path) == "-":
+    ``force``), is a directory, or its folder is missing or not writable; with ``table``,
+    also a data format :func:`write_table` cannot write. ``what`` names the output in the
+    message (``report``, ``release`` …). ``None`` and ``-`` (stdout) pass."""
+    if path is None or str(path) == "-":
         return
     if table:
         output_format(path)
     p = Path(path)
     if p.is_dir():
-        raise LinkriskError(f"{p} is a directory; give a file name")
+        raise LinkriskError(f"{what} {p} is a directory; give a file name")
     if p.exists() and not force:
         raise LinkriskError(f"{p} exists; pass --force (force=True) to overwrite it")
     parent = p.parent if str(p.parent) else Path(".")
     if not parent.is_dir():
-        raise LinkriskError(f"directory {parent} does not exist")
+        raise LinkriskError(f"cannot write {what} {p}: directory {parent} does not exist")
+    if not os.access(parent, os.W_OK):
+        raise LinkriskError(f"cannot write {what} {p}: directory {parent} is not writable")
 
 
 def _tmp_name(p: Path) -> Path:
