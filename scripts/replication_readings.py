@@ -14,7 +14,7 @@ reading fits:
 * IPSO-C and data shuffling "blocks 1–6 and 7–13 modelled on each other": both blocks
   synthesized (``mutual=True``), or only one block synthesized from the other.
 
-    python scripts/replication_readings.py --data-dir ../shared/data [-R 5] [--only pdist]
+    python scripts/replication_readings.py [--data-dir DIR] [-R 5] [--only pdist]
 
 Writes ``docs/studies/replicate/readings.csv`` (one row per reading × setting × attack: mean
 and std of % correctly linked over R seeded replications, the published value in %).
