@@ -49,6 +49,23 @@ def _fmt_tick(v: float) -> str:
     return f"{v:,.0f}" if abs(v - round(v)) < 1e-9 else f"{v:,.2f}".rstrip("0").rstrip(".")
 
 
+def _close(parts: list[str], left: float, top: float, pw: float, ph: float, height: int,
+           xlabel: str, ylabel: str) -> str:
+    """The plot area's x and y axes, the axis labels and the closing tag (histogram and
+    line chart share this frame)."""
+    base = top + ph
+    parts.append(f'<line x1="{left}" y1="{base}" x2="{left + pw}" y2="{base}" stroke="{AXIS}"/>')
+    parts.append(f'<line x1="{left}" y1="{top}" x2="{left}" y2="{base}" stroke="{AXIS}"/>')
+    if xlabel:
+        parts.append(f'<text x="{left + pw / 2:.1f}" y="{height - 8}" text-anchor="middle">'
+                     f'{_e(xlabel)}</text>')
+    if ylabel:
+        parts.append(f'<text x="14" y="{top + ph / 2:.1f}" text-anchor="middle" '
+                     f'transform="rotate(-90 14 {top + ph / 2:.1f})">{_e(ylabel)}</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
 def bar_chart(values: Mapping[str, float], *, title: str = "", unit: str = "",
               highlight: str | None = None, xmax: float | None = None,
               colour: str = BLUE, highlight_colour: str = "#c62828", width: int = 560) -> str:
@@ -136,16 +153,7 @@ def histogram(counts: Sequence[float], edges: Sequence[float], *, title: str = "
         x = left + (float(e) - lo) * sx
         parts.append(f'<text x="{x:.1f}" y="{base + 14}" text-anchor="middle" fill="{AXIS}" '
                      f'font-size="10">{_e(_fmt_tick(float(e)))}</text>')
-    parts.append(f'<line x1="{left}" y1="{base}" x2="{left + pw}" y2="{base}" stroke="{AXIS}"/>')
-    parts.append(f'<line x1="{left}" y1="{top}" x2="{left}" y2="{base}" stroke="{AXIS}"/>')
-    if xlabel:
-        parts.append(f'<text x="{left + pw / 2:.1f}" y="{height - 8}" text-anchor="middle">'
-                     f'{_e(xlabel)}</text>')
-    if ylabel:
-        parts.append(f'<text x="14" y="{top + ph / 2:.1f}" text-anchor="middle" '
-                     f'transform="rotate(-90 14 {top + ph / 2:.1f})">{_e(ylabel)}</text>')
-    parts.append("</svg>")
-    return "".join(parts)
+    return _close(parts, left, top, pw, ph, height, xlabel, ylabel)
 
 
 def line_chart(series: Mapping[str, tuple[Sequence[float], Sequence[float],
@@ -211,14 +219,4 @@ def line_chart(series: Mapping[str, tuple[Sequence[float], Sequence[float],
         parts.append(f'<line x1="{left + pw + 12}" y1="{ly}" x2="{left + pw + 30}" y2="{ly}" '
                      f'stroke="{col}" stroke-width="2"/><text x="{left + pw + 36}" '
                      f'y="{ly + 4}">{_e(name)}</text>')
-    parts.append(f'<line x1="{left}" y1="{top + ph}" x2="{left + pw}" y2="{top + ph}" '
-                 f'stroke="{AXIS}"/><line x1="{left}" y1="{top}" x2="{left}" y2="{top + ph}" '
-                 f'stroke="{AXIS}"/>')
-    if xlabel:
-        parts.append(f'<text x="{left + pw / 2:.1f}" y="{height - 8}" text-anchor="middle">'
-                     f'{_e(xlabel)}</text>')
-    if ylabel:
-        parts.append(f'<text x="14" y="{top + ph / 2:.1f}" text-anchor="middle" '
-                     f'transform="rotate(-90 14 {top + ph / 2:.1f})">{_e(ylabel)}</text>')
-    parts.append("</svg>")
-    return "".join(parts)
+    return _close(parts, left, top, pw, ph, height, xlabel, ylabel)
