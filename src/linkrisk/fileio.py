@@ -71,6 +71,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .data import is_number
 from .errors import LinkriskError
 
 META_KEY = "linkrisk_meta"
@@ -536,7 +537,7 @@ def _read_readstat(p: Path, fmt: str) -> pd.DataFrame:
         if labels:
             info["labels"] = [[k, v] for k, v in labels.items()]
         s = df[c]
-        if pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s):
+        if is_number(s):
             cat = _labelled_categorical(s, labels, measure)
             if cat is not None:
                 df[c] = cat[0]

@@ -60,6 +60,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..data import is_number
 from ..errors import LinkriskError
 
 #: values of ``a..b`` without a step
@@ -411,8 +412,7 @@ def load_original(original: str | Path | pd.DataFrame, data_dir: str | Path | No
 
 def data_kind(df: pd.DataFrame, cols: Sequence[str]) -> str:
     """``numeric`` if every QI is numeric, ``categorical`` if none is, else ``mixed``."""
-    num = [pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c])
-           for c in cols]
+    num = [is_number(df[c]) for c in cols]
     return "numeric" if all(num) else "categorical" if not any(num) else "mixed"
 
 

@@ -67,9 +67,9 @@ from typing import Any
 import numpy as np
 import pandas
 
+from ..data import check_columns, check_no_missing, infer_kind
 from ..errors import LinkriskError
 from ..params import Param, as_params, coerce_params
-from ._base import check_columns, check_no_missing, column_kind
 
 # ---------------------------------------------------------------- categories <-> codes
 
@@ -382,7 +382,7 @@ def _threshold_recoding(s: pandas.Series, side: str, threshold: Any, quantile: A
         quantile = float(quantile)
         if not (0 <= quantile <= 1):
             raise LinkriskError(f"{method}: quantile={quantile} must be in [0, 1]")
-    kind = column_kind(s)
+    kind = infer_kind(s)
     if kind == "nominal":
         raise LinkriskError(
             f"{method}: column {col!r} is nominal (no order); make it an ordered Categorical "
@@ -438,7 +438,7 @@ def _recoding(s: pandas.Series, method: str, params: Mapping[str, Any]) -> Recod
                                    p.get("quantile"), method)
     if method != "global_recoding":  # pragma: no cover - internal
         raise LinkriskError(f"{method} has no deterministic category map")
-    kind = column_kind(s)
+    kind = infer_kind(s)
     width, n_groups, min_freq = p.get("width"), p.get("n_groups"), p.get("min_frequency")
     if kind in ("numeric", "ordinal"):
         if width is None:

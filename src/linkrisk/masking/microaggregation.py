@@ -36,8 +36,9 @@ import numba as nb
 import numpy as np
 import pandas as pd
 
+from ..data import numeric_matrix
 from ..errors import LinkriskError
-from ._base import check_k, frame_like, numeric_matrix
+from ._base import check_k, frame_like
 
 
 def individual_ranking(x: np.ndarray, k: int) -> np.ndarray:
@@ -255,14 +256,14 @@ def _k_param(method: str, k: int | None, n: int) -> int:
 
 def apply_microaggregation_ir(df: pd.DataFrame, columns: list[str], rng: np.random.Generator,
                               k: int | None = None) -> pd.DataFrame:
-    x = numeric_matrix(df, columns, "microaggregation_ir")
+    x = numeric_matrix(df, columns, method="microaggregation_ir")
     k = _k_param("microaggregation_ir", k, len(x))
     return frame_like(df, columns, individual_ranking(x, k))
 
 
 def apply_mdav(df: pd.DataFrame, columns: list[str], rng: np.random.Generator,
                k: int | None = None) -> pd.DataFrame:
-    x = numeric_matrix(df, columns, "mdav")
+    x = numeric_matrix(df, columns, method="mdav")
     k = _k_param("mdav", k, len(x))
     labels = mdav_groups(x, k)
     return frame_like(df, columns, group_means(x, labels)[labels])
@@ -270,7 +271,7 @@ def apply_mdav(df: pd.DataFrame, columns: list[str], rng: np.random.Generator,
 
 def apply_micdp(df: pd.DataFrame, columns: list[str], rng: np.random.Generator,
                 k: int | None = None, epsilon: float | None = None) -> pd.DataFrame:
-    x = numeric_matrix(df, columns, "micdp")
+    x = numeric_matrix(df, columns, method="micdp")
     k = _k_param("micdp", k, len(x))
     if epsilon is None:
         raise LinkriskError("micdp needs epsilon (privacy budget, e.g. epsilon=1)")

@@ -10,13 +10,13 @@ from typing import Any
 
 import pandas as pd
 
+from ..data import check_columns
 from ..errors import LinkriskError
 from ..params import Param, as_params, coerce_params
 from . import categorical, ipso, microaggregation, noise, rankswap, suppression
 from ._base import (
     SeedLike,
     as_rng,
-    check_columns,
     check_frame,
     default_columns,
 )
