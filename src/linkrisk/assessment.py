@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from .attacks import make_context, resolve_methods, run_attack, truth_description, why_not
-from .attacks.base import AttackResult, _plain
+from .attacks.base import AttackResult, plain
 from .engine.nearest import DEFAULT_MEMORY_BUDGET, Progress
 from .errors import LinkriskError, LinkriskWarning
 from .measures import (
@@ -77,10 +77,10 @@ class Assessment:
                                "correct_links": w.correct_links},
                 "attacks": [r.to_dict() for r in self.results.values()],
                 "skipped": dict(self.skipped),
-                "measures": {k: _plain(v) for k, v in self.measures.items()},
+                "measures": {k: plain(v) for k, v in self.measures.items()},
                 "records_at_risk": {f"max_risk>={t}": int((self.records["max_risk"] >= t).sum())
                                     for t in (0.5, 1.0)},
-                "settings": {k: _plain(v) for k, v in self.settings.items()},
+                "settings": {k: plain(v) for k, v in self.settings.items()},
                 "exceeds_max_risk": self.exceeds if self.max_risk is not None else None,
                 "notes": list(self.notes), "warnings": list(self.warnings),
                 "seconds": round(self.seconds, 3),

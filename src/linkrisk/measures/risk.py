@@ -15,7 +15,7 @@ import pandas as pd
 
 from ..attacks.base import AttackResult
 from ..errors import LinkriskError
-from .utility import _pair
+from .utility import paired_matrices
 
 
 def interval_disclosure(original: pd.DataFrame, masked: pd.DataFrame,
@@ -26,7 +26,7 @@ def interval_disclosure(original: pd.DataFrame, masked: pd.DataFrame,
     ±⌊p·n/200⌋ of y_ij's rank; ID = % of original values x_ij inside their interval,
     averaged over attributes, records and p. A tied masked value's rank is the range of
     positions its value occupies, so the interval is the same for every tied record."""
-    x, y, _ = _pair(original, masked, columns)
+    x, y, _ = paired_matrices(original, masked, columns)
     n = x.shape[0]
     hits = []
     for j in range(x.shape[1]):

@@ -22,8 +22,26 @@ from ..errors import LinkriskError
 PIL_QUANTILES = np.arange(0.05, 0.951, 0.05)
 
 
-def _pair(original: pd.DataFrame, masked: pd.DataFrame, columns: Sequence[str] | None
-          ) -> tuple[np.ndarray, np.ndarray, list[str]]:
+def paired_matrices(original: pd.DataFrame, masked: pd.DataFrame,
+                    columns: Sequence[str] | None) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """The numeric attributes of X (original) and X' (masked) as two n×m float64 matrices
+    whose rows are the same records: the input of every record-by-record measure (IL, PIL,
+    interval disclosure; docs/methods.md, Measures).
+
+    Parameters
+    ----------
+    original, masked : pandas.DataFrame
+        The files; row i of ``masked`` is the masked image of row i of ``original``.
+    columns : sequence of str, optional
+        The attributes; ``None`` takes every column numeric in both files.
+
+    Returns
+    -------
+    x, y : numpy.ndarray
+        float64, shape (n, m), from :func:`linkrisk.data.numeric_matrix`.
+    columns : list of str
+        The attributes, in the order of the matrix columns.
+    """
     cols = list(columns) if columns is not None else [
         c for c in original.columns if c in masked.columns
         and pd.api.types.is_numeric_dtype(original[c]) and pd.api.types.is_numeric_dtype(masked[c])]
@@ -74,7 +92,7 @@ def information_loss(original: pd.DataFrame, masked: pd.DataFrame,
 
     Zero denominators: the entry is left out of its mean and reported in ``skipped``; a
     term with no usable entry is left out of IL (mean of the remaining terms)."""
-    x, y, cols = _pair(original, masked, columns)
+    x, y, cols = paired_matrices(original, masked, columns)
     skipped: list[str] = []
     il1, z1 = _rel(x, y)
     if z1:
@@ -118,7 +136,7 @@ def pil(original: pd.DataFrame, masked: pd.DataFrame, columns: Sequence[str] | N
     se(mean) = s/√n; se(var) = s²·√(2/(n−1)); se(cov_jk) = √((v_jk² + v_jj·v_kk)/(n−1));
     se(ρ) = (1 − ρ²)/√(n−1); se(quantile α) = s·√(α(1−α)/n) / φ(z_α). A statistic with
     se = 0 counts 0 if unchanged, 1 otherwise."""
-    x, y, cols = _pair(original, masked, columns)
+    x, y, cols = paired_matrices(original, masked, columns)
     n, m = x.shape
 
     def loss(q: np.ndarray, q2: np.ndarray, se: np.ndarray) -> float:
