@@ -18,15 +18,7 @@ from .attacks import make_context, resolve_methods, run_attack, truth_descriptio
 from .attacks.base import AttackResult, plain
 from .engine.nearest import DEFAULT_MEMORY_BUDGET, Progress
 from .errors import LinkriskError, LinkriskWarning
-from .measures import (
-    disclosure_risk,
-    information_loss,
-    interval_disclosure,
-    per_record_risk,
-    pil,
-    score,
-    worst_case,
-)
+from .measures import numeric_measures, per_record_risk, worst_case
 
 #: attacks of ``attacks="all"`` by the kinds of the QIs
 NUMERIC_ATTACKS = ("dbrl", "dbrl2", "dbrl_l1", "mahalanobis", "mahalanobis0", "kernel",
@@ -325,17 +317,7 @@ def _measures(original: pd.DataFrame, masked: pd.DataFrame, qi: list[str],
         notes.append("IL, PIL and ID compare records one to one; not computed because the "
                      "files have different sizes or the id columns do not pair every record")
         return out, notes
-    il = information_loss(original, masked, qi)
-    out.update({k: v for k, v in il.to_dict().items() if k != "skipped"})
-    if il.skipped:
-        notes.append("IL: " + "; ".join(il.skipped))
-    out.update(pil(original, masked, qi))
-    out["ID"] = interval_disclosure(original, masked, qi)
-    if "DLD" in out and "PLD" in out:
-        out["DR"] = disclosure_risk(out["DLD"], out["PLD"], out["ID"], out.get("RSLD"))
-        out["Score"] = score(out["IL"], out["DR"])
-    else:
-        notes.append("DR and Score need both dbrl and prl; not computed")
+    out.update(numeric_measures(original, masked, qi, rate, notes=notes))
     return out, notes
 
 
