@@ -234,19 +234,53 @@ def attack(
 ) -> AttackResult:
     """Link ``masked`` back to ``original`` with attack ``method`` and count correct links.
 
-    ``qi``: the quasi-identifiers the attacker knows (default: all common columns);
-    ``ids``: id column(s) present in both files that define the truth (default: row order);
-    ``kinds``: attribute-kind overrides; ``direction``: ``original->masked`` (the attacker
-    holds original records and searches the release, default) or ``masked->original``;
-    ``memory_budget``: bytes of working memory for the blocked engine; ``seed``: tie
-    breaking of the reported link; ``backend``: ``local`` or ``dask`` (nearest-set attacks
-    run block-wise on a Dask cluster, ``scheduler`` = a ``distributed.Client`` or an
-    address; same results); ``assume_row_order``: skip the check that row order is a
-    plausible truth when no ``ids`` are given (see :func:`make_context`). Extra keyword
-    arguments are the method's parameters.
+    The attack links every record a of the attacker's file to a set C(a) of released
+    records (the nearest ones, ties included, for the distance attacks); a link counts
+    χ(true(a) ∈ C(a))/|C(a)|. The attacks and their papers: docs/methods.md, Attacks.
 
-    Returns an :class:`AttackResult` with ``correct_links`` = Σ_a χ(true(a)∈C(a))/|C(a)|,
-    ``rate`` = correct_links / n and a ``per_record`` table.
+    Parameters
+    ----------
+    original, masked : pandas.DataFrame
+        The attacker's original records and the release.
+    method : str
+        A registered attack (``ATTACKS``): dbrl, prl, rsrl, gdbrl, ….
+    qi : str or sequence of str, optional
+        The quasi-identifiers the attacker knows (default: all common columns).
+    ids : str or sequence of str, optional
+        Id column(s) present in both files that define the truth (default: row order).
+    kinds : mapping of str to str, optional
+        Attribute-kind overrides (``numeric``, ``ordinal``, ``nominal``).
+    direction : str
+        ``original->masked`` (the attacker holds original records and searches the release,
+        default) or ``masked->original``.
+    memory_budget : int
+        Bytes of working memory for the blocked engine.
+    seed : int
+        Tie breaking of the reported link.
+    progress : Progress, optional
+        ``(done, total)`` callback.
+    backend : str
+        ``local`` or ``dask`` (nearest-set attacks run block-wise on a Dask cluster; same
+        results).
+    scheduler : object, optional
+        With ``backend="dask"``: a ``distributed.Client`` or an address.
+    assume_row_order : bool
+        Skip the check that row order is a plausible truth when no ``ids`` are given (see
+        :func:`make_context`).
+    **params
+        The method's parameters (:func:`attack_params`).
+
+    Returns
+    -------
+    AttackResult
+        ``correct_links`` = Σ_a χ(true(a)∈C(a))/|C(a)|, ``rate`` = correct_links / n and a
+        ``per_record`` table.
+
+    References
+    ----------
+    Domingo-Ferrer, J. & Torra, V. (2001). A quantitative comparison of disclosure control
+    methods for microdata (distance-based and probabilistic record linkage). Each attack's
+    paper: docs/methods.md, Attacks.
     """
     names = resolve_methods(method)
     if len(names) != 1:

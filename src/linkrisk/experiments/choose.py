@@ -10,7 +10,8 @@ replication r it records
   (mean of IL1..IL5 × 100); categorical files the entropy-based loss
   100·mean_j H(X_j | Y_j)/H(X_j) (:func:`linkrisk.measures.categorical_information_loss`);
 * **risk** — the worst-case re-identification rate in %: max over the risk attacks of the
-  attack's correct-link rate (SPEC §3, "worst-case risk = max over all attacks run");
+  attack's correct-link rate (docs/methods.md, Measures: "Worst-case and per-record
+  risk");
 * **DR** — numeric: 0.25·DLD + 0.25·PLD + 0.5·ID, or (RSLD + DLD + PLD)/6 + 0.5·ID for rank
   swaps (Domingo-Ferrer & Torra 2001; Nin, Herranz & Torra 2008); categorical:
   (DLD + PLD)/2 with DLD the Hamming-distance linkage rate;
