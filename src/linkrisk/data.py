@@ -257,6 +257,32 @@ def parse_kinds(spec: str | Mapping[str, str] | None) -> dict[str, str]:
     return out
 
 
+def check_frame(df: object, caller: str, action: str) -> None:
+    """Refuse what is not a DataFrame with rows and unique column names, in one line.
+
+    Parameters
+    ----------
+    df : object
+        What the caller was given.
+    caller : str
+        Who needs it, for the message (``mask()`` …).
+    action : str
+        What there would be nothing to do on an empty file (``mask`` …).
+
+    Returns
+    -------
+    None
+        Raises :class:`~linkrisk.errors.LinkriskError` when the input is refused.
+    """
+    if not isinstance(df, pd.DataFrame):
+        raise LinkriskError(f"{caller} needs a pandas DataFrame, got {type(df).__name__}")
+    if len(df) == 0:
+        raise LinkriskError(f"the file has no rows; nothing to {action}")
+    if df.columns.has_duplicates:
+        dup = df.columns[df.columns.duplicated()].unique().tolist()
+        raise LinkriskError(f"duplicate column names {dup}; rename them first")
+
+
 def check_columns(df: pd.DataFrame, columns: Sequence[str] | str,
                   what: str = "columns") -> list[str]:
     """Validate a list of column names of ``df``: not empty, present, no repeats.

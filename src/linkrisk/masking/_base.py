@@ -55,16 +55,6 @@ def default_columns(df: pd.DataFrame, rule: str, exclude: Sequence[str] = ()) ->
     return cat or num
 
 
-def check_frame(df: pd.DataFrame) -> None:
-    if not isinstance(df, pd.DataFrame):
-        raise LinkriskError(f"mask() needs a pandas DataFrame, got {type(df).__name__}")
-    if len(df) == 0:
-        raise LinkriskError("the file has no rows; nothing to mask")
-    if df.columns.has_duplicates:
-        dup = df.columns[df.columns.duplicated()].unique().tolist()
-        raise LinkriskError(f"duplicate column names {dup}; rename them before masking")
-
-
 def frame_like(df: pd.DataFrame, columns: Sequence[str], values: np.ndarray,
                keep_dtype: bool = False) -> pd.DataFrame:
     """Masked values as a DataFrame with ``df``'s index. ``keep_dtype`` restores each input

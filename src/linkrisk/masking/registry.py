@@ -10,14 +10,13 @@ from typing import Any
 
 import pandas as pd
 
-from ..data import check_columns
+from ..data import check_columns, check_frame
 from ..errors import LinkriskError
 from ..params import Param, as_params, coerce_params
 from . import categorical, ipso, microaggregation, noise, rankswap, suppression
 from ._base import (
     SeedLike,
     as_rng,
-    check_frame,
     default_columns,
 )
 
@@ -251,7 +250,7 @@ def mask(df: pd.DataFrame, method: str, columns: Sequence[str] | None = None,
     """
     spec = _spec(method)
     params = _coerce_params(spec, params)
-    check_frame(df)
+    check_frame(df, "mask()", "mask")
     exclude = list(params.get("confidential") or []) + list(params.get("strata") or [])
     if columns is None:
         cols = default_columns(df, spec.columns_rule, exclude=exclude)
