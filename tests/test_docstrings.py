@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import linkrisk
-from linkrisk import datasets, fileio, measures
+from linkrisk import datasets, fileio, masking, measures
 from linkrisk.masking import registry
 
 ROOT = Path(linkrisk.__file__).resolve().parent
@@ -21,6 +21,7 @@ NO_PARAMETERS: dict[str, str] = {}
 def _public_functions() -> list[tuple[str, object]]:
     out = [(f"linkrisk.{n}", getattr(linkrisk, n)) for n in linkrisk.__all__]
     out += [(f"linkrisk.measures.{n}", getattr(measures, n)) for n in measures.__all__]
+    out += [(f"linkrisk.masking.{n}", getattr(masking, n)) for n in masking.__all__]
     out += [(f"linkrisk.datasets.{n}", getattr(datasets, n)) for n in
             ("load", "synthetic", "locate", "checksum", "resolve_data_dir")]
     out += [("linkrisk.masking.mask", registry.mask), ("linkrisk.fileio.read_input",

@@ -224,8 +224,27 @@ def standardize(x: np.ndarray) -> np.ndarray:
 
 
 def mdav_groups(x: np.ndarray, k: int) -> np.ndarray:
-    """MDAV group label (0..G−1) of each row of ``x`` (n×m, original units; standardized
-    internally). Every group has k..2k−1 rows."""
+    """MDAV group label of each record.
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        n×m values in original units (standardized internally); a 1-d array is one
+        attribute.
+    k : int
+        The minimum group size.
+
+    Returns
+    -------
+    numpy.ndarray
+        The group (0..G−1) of each row; every group has k..2k−1 rows.
+
+    References
+    ----------
+    Domingo-Ferrer, J. & Mateo-Sanz, J. M. (2002). Practical data-oriented microaggregation
+    for statistical disclosure control. *IEEE TKDE* 14(1), 189–201. See docs/methods.md,
+    ``mdav``.
+    """
     x = np.asarray(x, dtype=np.float64)
     if x.ndim == 1:
         x = x[:, None]
