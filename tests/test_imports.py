@@ -50,18 +50,23 @@ def import_graph() -> dict[str, set[str]]:
             if isinstance(node, ast.Import):
                 deps |= {a.name for a in node.names if a.name.split(".")[0] == "linkrisk"}
             elif isinstance(node, ast.ImportFrom):
-                if node.level:
-                    base = mod.split(".") if pkg else mod.split(".")[:-1]
-                    base = base[:len(base) - node.level + 1]
-                    target = ".".join(base + ([node.module] if node.module else []))
-                else:
-                    target = node.module or ""
+                target = _from_target(mod, pkg, node)
                 if target.split(".")[0] != "linkrisk":
                     continue
                 deps |= {f"{target}.{a.name}" if f"{target}.{a.name}" in mods else target
                          for a in node.names}
         graph[mod] = deps - {mod}
     return graph
+
+
+def _from_target(mod: str, pkg: bool, node: ast.ImportFrom) -> str:
+    """The absolute module a ``from … import`` in module ``mod`` (a package when ``pkg``)
+    reads from."""
+    if not node.level:
+        return node.module or ""
+    base = mod.split(".") if pkg else mod.split(".")[:-1]
+    base = base[:len(base) - node.level + 1]
+    return ".".join(base + ([node.module] if node.module else []))
 
 
 def _is_type_checking(node: ast.AST) -> bool:
@@ -152,12 +157,7 @@ def private_imports() -> list[str]:
                 module_names |= {(a.asname or a.name).split(".")[0] for a in node.names
                                  if a.name.split(".")[0] == "linkrisk"}
             elif isinstance(node, ast.ImportFrom):
-                if node.level:
-                    base = mod.split(".") if pkg else mod.split(".")[:-1]
-                    base = base[:len(base) - node.level + 1]
-                    target = ".".join(base + ([node.module] if node.module else []))
-                else:
-                    target = node.module or ""
+                target = _from_target(mod, pkg, node)
                 if target.split(".")[0] != "linkrisk":
                     continue
                 for a in node.names:
