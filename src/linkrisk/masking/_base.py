@@ -1,4 +1,6 @@
-"""Shared pieces of the masking methods: the method spec, RNG and input/parameter checks.
+"""Shared pieces of the masking methods: RNG, default columns and parameter checks. The
+frame, column, kind and numeric-matrix checks are those of :mod:`linkrisk.data`, shared
+with the attacks and the measures.
 
 Every check raises :class:`~linkrisk.errors.LinkriskError` with one line saying what is
 wrong and how to fix it, so the CLI can print it as is.
