@@ -276,7 +276,7 @@ def run_attacks(ctx: LinkContext, names: Sequence[str],
     at the end)."""
     params = params or {}
     owned = None
-    if ctx.backend == "dask" and ctx.scheduler is None and len(names) > 1:
+    if ctx.backend == "dask" and ctx.scheduler is None and names:
         from ..engine.nearest.distributed import client_for
 
         client, own = client_for(None)
@@ -327,10 +327,9 @@ def attack(
     original, masked : pandas.DataFrame
         The original file and the release.
     method : str or sequence of str
-        One attack name (returns an :class:`AttackResult`), several (``"dbrl,rbrl_sum"`` or
-        a list; returns :class:`AttackResults`), or ``"all"``: every attack that applies to
-        the QIs' kinds (the others, and the global attack above
-        :data:`GLOBAL_MAX_N` records, are listed in ``.skipped``).
+        One attack (``"dbrl"`` or ``["dbrl"]``), several (``"dbrl,rbrl_sum"`` or a list),
+        or ``"all"``: every attack that applies to the QIs' kinds (the others, and the
+        global attack above :data:`GLOBAL_MAX_N` records, are listed in ``.skipped``).
     qi, ids, kinds, direction, memory_budget, seed, progress, backend, scheduler, assume_row_order
         The linkage options (:class:`LinkSettings`): the keywords given (not None) override
         those of ``settings``; without ``settings`` they build one. ``qi``: the
@@ -346,8 +345,8 @@ def attack(
         Several methods: ``progress_for(method)`` returns that attack's ``(done, total)``
         callback (e.g. one progress bar each); default: ``settings.progress`` for all.
     errors : {"raise", "collect"}
-        Several named methods: ``"raise"`` stops at the first attack that fails with a
-        :class:`LinkriskError`; ``"collect"`` runs the others and lists it in ``.failed``.
+        ``"raise"`` stops at the first attack that fails with a :class:`LinkriskError`;
+        ``"collect"`` runs the others and lists it in ``.failed`` (named methods).
         With ``"all"`` a failing attack is listed in ``.skipped``.
     **params
         The method's parameters; with several methods each goes to every method that
@@ -356,7 +355,9 @@ def attack(
     Returns
     -------
     AttackResult or AttackResults
-        ``correct_links`` = Σ_a χ(true(a)∈C(a))/|C(a)| (Herranz et al.'s DBRL measure),
+        An :class:`AttackResult` for one method; an :class:`AttackResults` mapping
+        (method → result) for several, for ``"all"``, and with ``errors="collect"`` (a
+        failure is then listed, not raised). ``correct_links`` = Σ_a χ(true(a)∈C(a))/|C(a)| (Herranz et al.'s DBRL measure),
         ``rate`` = correct_links / n and a ``per_record`` table, for each attack. Several
         attacks share one validated context (column checks, truth, kinds, the row-order
         check and the numeric conversion are done once); each result equals the one
@@ -365,8 +366,8 @@ def attack(
     if errors not in ("raise", "collect"):
         raise LinkriskError(f"errors must be 'raise' or 'collect', got {errors!r}")
     everything = isinstance(method, str) and method.strip() == "all"
-    single = isinstance(method, str) and not everything and len(parse_columns(method) or []) == 1
     names = resolve_methods(method)
+    single = not everything and len(names) == 1 and errors == "raise"
     routed = {names[0]: dict(params)} if single else route_params(names, params)
     st = resolve_settings(settings, qi=qi, ids=ids, kinds=kinds, direction=direction,
                           memory_budget=memory_budget, seed=seed, progress=progress,
