@@ -232,14 +232,13 @@ def attack(
                             direction=direction, memory_budget=memory, seed=seed,
                             backend=backend, scheduler=scheduler,
                             assume_row_order=assume_row_order, screen_qi=True)
-    resolve_methods(method)
+    chosen = "all" if method.strip() == "all" else resolve_methods(method)
     params = parse_params(param)
     check_output(per_record, force, what="--per-record file")
     a, b = read_inputs(original, masked)
-    with progress_bar() as bar:
-        chosen = "all" if method.strip() == "all" else resolve_methods(method)
-        res = linkrisk.attack(a, b, chosen,
-                              settings=settings, progress_for=bar, errors="collect", **params)
+    with progress_bar() as bar:  # one bar per attack; failures are listed, then reported
+        res = linkrisk.attack(a, b, chosen, settings=settings, progress_for=bar,
+                              errors="collect", **params)
     results = res.to_dicts()
     if per_record is not None and res:
         frames = [r.per_record.add_prefix(f"{m}_") for m, r in res.items()]
@@ -392,9 +391,9 @@ def study_cmd(
     if output is not None and not output.parent.is_dir():
         raise LinkriskError(f"cannot create {output}: directory {output.parent} does not exist")
     with progress_bar() as bar:
-        res = linkrisk.study(config, data_dir=data_dir, out_dir=output, replications=replications,
-                    processes=processes, quick=quick, force=force,
-                    progress=bar(f"study {config}"))
+        res = linkrisk.study(config, data_dir=data_dir, out_dir=output,
+                             replications=replications, processes=processes, quick=quick,
+                             force=force, progress=bar(f"study {config}"))
     err.print(f"{res.tasks:,} replications ({res.cached:,} from the cache); wrote "
               + ", ".join(escape(str(f)) for f in res.files), soft_wrap=True)
     att = res.summary[res.summary["kind"] == "attack"]
@@ -484,10 +483,11 @@ def choose_cmd(
 
     with progress_bar() as bar:
         cb = bar("choose") if err.is_terminal else plain
-        res = linkrisk.choose(original, grids or None, max_risk=max_risk, risk_attacks=risk_attacks,
-                     replications=replications, qi=qi, confidential=confidential,
-                     ordered=ordered, seed=seed, processes=processes, cache_dir=cache,
-                     data_dir=data_dir, progress=cb)
+        res = linkrisk.choose(original, grids or None, max_risk=max_risk,
+                              risk_attacks=risk_attacks, replications=replications, qi=qi,
+                              confidential=confidential, ordered=ordered, seed=seed,
+                              processes=processes, cache_dir=cache, data_dir=data_dir,
+                              progress=cb)
     secs = time.perf_counter() - t0
     err.print(escape(f"{res.tasks:,} replications ({res.cached:,} from the cache {cache}) in "
                      f"{secs:.0f} s"), highlight=False)
