@@ -1,5 +1,6 @@
-"""Record-linkage attacks behind one entry point, :func:`attack` (definitions:
-docs/methods.md, Attacks)."""
+"""Record-linkage attacks behind one entry point, :func:`attack`, which runs one method or
+several on one frozen :class:`LinkContext` built from one :class:`LinkSettings`
+(definitions: docs/methods.md, Attacks)."""
 
 from __future__ import annotations
 
