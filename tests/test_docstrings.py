@@ -15,7 +15,9 @@ from linkrisk.masking import registry
 ROOT = Path(linkrisk.__file__).resolve().parent
 
 #: public functions that take no parameter document why they have no Parameters section
-NO_PARAMETERS: dict[str, str] = {}
+NO_PARAMETERS: dict[str, str] = {
+    "linkrisk.require_matplotlib": "a check of the installation: it reads nothing",
+}
 
 
 def _public_functions() -> list[tuple[str, object]]:

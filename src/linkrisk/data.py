@@ -19,7 +19,18 @@ KINDS = ("numeric", "ordinal", "nominal")
 
 
 def parse_columns(spec: str | Sequence[str] | None) -> list[str] | None:
-    """Accept ``"a,b,c"`` or a list of names; ``None``/empty means "not given"."""
+    """Column names given as ``"a,b,c"`` or as a list.
+
+    Parameters
+    ----------
+    spec : str or sequence of str, optional
+        The names.
+
+    Returns
+    -------
+    list of str or None
+        The names; ``None`` when ``spec`` is None or empty ("not given").
+    """
     if spec is None:
         return None
     if isinstance(spec, str):
@@ -240,7 +251,18 @@ def attribute_kinds(
 
 
 def parse_kinds(spec: str | Mapping[str, str] | None) -> dict[str, str]:
-    """Parse ``"a=ordinal,b=nominal"`` (CLI form) or pass a mapping through."""
+    """Parse attribute kinds: ``"a=ordinal,b=nominal"`` (CLI form) or a mapping.
+
+    Parameters
+    ----------
+    spec : str or mapping of str to str, optional
+        The kinds per column.
+
+    Returns
+    -------
+    dict of str to str
+        Column → kind (checked later by :func:`attribute_kinds`); empty when ``spec`` is None.
+    """
     if spec is None:
         return {}
     if isinstance(spec, Mapping):

@@ -160,7 +160,18 @@ class MethodGrid:
 
 
 def parse_method(spec: str) -> MethodGrid:
-    """Parse ``METHOD[:PARAM=GRID[/PARAM=GRID…]]`` (see the module docstring)."""
+    """Parse a method grid ``METHOD[:PARAM=GRID[/PARAM=GRID…]]`` (see the module docstring).
+
+    Parameters
+    ----------
+    spec : str
+        E.g. ``"rank_swap:p=2..20"``, ``"microaggregation_ir:k=3,5,10"``.
+
+    Returns
+    -------
+    MethodGrid
+        The method and the values of each swept parameter.
+    """
     from ..masking import METHODS
 
     method, _, rest = spec.strip().partition(":")
@@ -229,7 +240,18 @@ def default_methods(kind: str, *, ordered: bool, confidential: Sequence[str] | N
 
 
 def parse_percent(text: str | float | None) -> float | None:
-    """``"5%"``, ``"5"`` or ``5`` → 5.0 (a percentage in [0, 100])."""
+    """Parse a percentage: ``"5%"``, ``"5"`` or ``5`` → 5.0.
+
+    Parameters
+    ----------
+    text : str or float, optional
+        The percentage, in [0, 100].
+
+    Returns
+    -------
+    float or None
+        The value in %, ``None`` when ``text`` is None.
+    """
     if text is None:
         return None
     s = str(text).strip().rstrip("%").strip()
@@ -357,7 +379,18 @@ class Choice:
 
 
 def sidecar_path(path: str | Path) -> Path:
-    """Where :meth:`Choice.write_release` puts the JSON sidecar of ``path``."""
+    """Where :meth:`Choice.write_release` puts the JSON sidecar of ``path``.
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        The released file.
+
+    Returns
+    -------
+    pathlib.Path
+        ``path`` with ``.json`` appended to its name.
+    """
     p = Path(path)
     return p.with_name(p.name + ".json")
 
