@@ -178,3 +178,145 @@ def nearest_block_int(a_blk, rid, bt, icode, scale, truth, rtol, cap, seed, tile
             out_count[i] = nbuf[r]
             out_link[i] = pick_buffered(buf_i, nbuf, r, seed, rid[i])
 
+
+
+# ---------------------------------------------------------------- rank kernel, row-blocked
+# RBRL-Sum/Max (I_L1, I_LINF) score two attacker rows per pass over a tile of B and four
+# attributes per pass over the accumulators: each loaded b value serves two rows, and each
+# accumulator is loaded and stored once per four attributes instead of once per attribute.
+# The scores are the same whole numbers as :func:`_tile_int`'s (the partial sums are
+# bounded by the full score, which :func:`integer_form` checked to fit int32), and the tie
+# bookkeeping is :func:`nearest_block_int`'s, row by row in B order.
+
+@nb.njit(inline="always")
+def _absdiff(x, y):
+    """|x − y| in int32 (numba would widen it to int64)."""
+    d = np.int32(x - y)
+    return max(d, np.int32(-d))
+
+
+@nb.njit(inline="always")
+def _comb(u, v, icode):
+    """Combine two partial scores: sum (L1) or maximum (L∞), in int32."""
+    if icode == I_L1:
+        return np.int32(u + v)
+    return max(u, v)
+
+
+@nb.njit(inline="always")
+def _four(x0, x1, x2, x3, v0, v1, v2, v3, icode):
+    """Partial score of four attributes: (x_q − v_q) combined over q."""
+    return _comb(_comb(_absdiff(x0, v0), _absdiff(x1, v1), icode),
+                 _comb(_absdiff(x2, v2), _absdiff(x3, v3), icode), icode)
+
+
+@nb.njit(inline="always")
+def _tile_rank2(acc0, acc1, a0, a1, bt, t0, w, icode):
+    """acc0[k], acc1[k] = L1 (``icode`` I_L1) or L∞ score of rows a0, a1 against B[t0+k],
+    k < w; returns the minimum over both rows' first w entries (a lower bound of each
+    row's tile minimum)."""
+    m = a0.shape[0]
+    j = 0
+    first = True
+    while j + 4 <= m:
+        b0 = bt[j, t0:t0 + w]
+        b1 = bt[j + 1, t0:t0 + w]
+        b2 = bt[j + 2, t0:t0 + w]
+        b3 = bt[j + 3, t0:t0 + w]
+        x0, x1, x2, x3 = a0[j], a0[j + 1], a0[j + 2], a0[j + 3]
+        y0, y1, y2, y3 = a1[j], a1[j + 1], a1[j + 2], a1[j + 3]
+        if first:
+            for k in range(w):
+                v0, v1, v2, v3 = b0[k], b1[k], b2[k], b3[k]
+                acc0[k] = _four(x0, x1, x2, x3, v0, v1, v2, v3, icode)
+                acc1[k] = _four(y0, y1, y2, y3, v0, v1, v2, v3, icode)
+        else:
+            for k in range(w):
+                v0, v1, v2, v3 = b0[k], b1[k], b2[k], b3[k]
+                acc0[k] = _comb(acc0[k], _four(x0, x1, x2, x3, v0, v1, v2, v3, icode), icode)
+                acc1[k] = _comb(acc1[k], _four(y0, y1, y2, y3, v0, v1, v2, v3, icode), icode)
+        first = False
+        j += 4
+    while j < m:
+        b0 = bt[j, t0:t0 + w]
+        x0, y0 = a0[j], a1[j]
+        if first:
+            for k in range(w):
+                acc0[k] = _absdiff(x0, b0[k])
+                acc1[k] = _absdiff(y0, b0[k])
+        else:
+            for k in range(w):
+                v0 = b0[k]
+                acc0[k] = _comb(acc0[k], _absdiff(x0, v0), icode)
+                acc1[k] = _comb(acc1[k], _absdiff(y0, v0), icode)
+        first = False
+        j += 1
+    mn = acc0[0]
+    for k in range(w):
+        mn = min(mn, min(acc0[k], acc1[k]))
+    return mn
+
+
+@nb.njit(inline="always")
+def _take_tile(acc, r, t0, w, ti, mn, rtol, scale, best, thr, tscore, buf_i, buf_s, nbuf,
+               over):
+    """Row r's tie bookkeeping for one tile of scores ``acc`` (B order), exactly as in
+    :func:`nearest_block_int`: the true image's score, then, unless the tile's minimum
+    ``mn`` is above the running threshold, the candidates at or below it."""
+    if ti >= t0 and ti < t0 + w:
+        tscore[r] = acc[ti - t0]
+    if mn > thr[r]:
+        return
+    cur = best[r]
+    th = thr[r]
+    for k in range(w):
+        s = np.int64(acc[k])
+        if s <= th:
+            if s < cur:
+                old = cur
+                cur = s
+                th = _thr_int(cur, rtol, scale)
+                new_minimum(buf_i, buf_s, nbuf, over, r, old, th)
+            buffer_candidate(buf_i, buf_s, nbuf, over, r, t0 + k, s)
+    best[r] = cur
+    thr[r] = th
+
+
+@nb.njit(parallel=True, cache=True)
+def nearest_block_rank(a_blk, rid, bt, icode, scale, truth, rtol, cap, seed, tile, chunk,
+                       out_min, out_count, out_true_score, out_link, out_overflow):
+    """:func:`nearest_block_int` for the rank scores (``icode`` I_L1 or I_LINF), two
+    attacker rows per pass over a tile of B: the same minimum, tie count, true score, link
+    and overflow flags."""
+    n_a = a_blk.shape[0]
+    n_b = bt.shape[1]
+    n_chunks = (n_a + chunk - 1) // chunk
+    for c in nb.prange(n_chunks):
+        lo = c * chunk
+        hi = min(lo + chunk, n_a)
+        nr = hi - lo
+        acc = np.empty((2, tile), np.int32)
+        best = np.full(nr, _INT_MAX, np.int64)
+        thr = np.full(nr, _INT_MAX, np.int64)
+        tscore = np.full(nr, -1, np.int64)
+        buf_i = np.empty((nr, cap), np.int64)
+        buf_s = np.empty((nr, cap), np.int64)
+        nbuf = np.zeros(nr, np.int64)
+        over = np.zeros(nr, np.bool_)
+        for t0 in range(0, n_b, tile):
+            w = min(tile, n_b - t0)
+            for r in range(0, nr, 2):
+                # an odd last row is scored twice (its copy is discarded)
+                r1 = min(r + 1, nr - 1)
+                mn = _tile_rank2(acc[0], acc[1], a_blk[lo + r], a_blk[lo + r1], bt, t0, w,
+                                 icode)
+                for q in range(r, r1 + 1):
+                    _take_tile(acc[q - r], q, t0, w, truth[lo + q], mn, rtol, scale, best,
+                               thr, tscore, buf_i, buf_s, nbuf, over)
+        for r in range(nr):
+            i = lo + r
+            out_min[i] = np.inf if best[r] == _INT_MAX else best[r] / scale
+            out_true_score[i] = np.inf if tscore[r] < 0 else tscore[r] / scale
+            out_overflow[i] = over[r]
+            out_count[i] = nbuf[r]
+            out_link[i] = pick_buffered(buf_i, nbuf, r, seed, rid[i])

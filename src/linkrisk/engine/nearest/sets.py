@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .intkernels import integer_form, nearest_block_int
+from .intkernels import I_HAMMING, integer_form, nearest_block_int, nearest_block_rank
 from .kernels import Pairwise, nearest_block, recount_rows
 from .rules import Progress, tie_threshold_np, tile_width
 
@@ -66,8 +66,10 @@ def exact_sets(pw: Pairwise, truth: np.ndarray, rid: np.ndarray, *, rtol: float,
         outs = (out_min[r0:r1], out_count[r0:r1], out_ts[r0:r1], out_link[r0:r1],
                 out_over[r0:r1])
         if form is not None:
-            nearest_block_int(ai[r0:r1], rid[r0:r1], bti, icode, scale, truth[r0:r1], rtol,
-                              cap, seed, tile, chunk, *outs)
+            # rank scores: the row-blocked kernel (the same results as nearest_block_int)
+            kern = nearest_block_int if icode == I_HAMMING else nearest_block_rank
+            kern(ai[r0:r1], rid[r0:r1], bti, icode, scale, truth[r0:r1], rtol,
+                 cap, seed, tile, chunk, *outs)
         else:
             nearest_block(a[r0:r1], rid[r0:r1], bt, pw.code, pw.degree, pw.kxx[r0:r1],
                           pw.kyy, *pw.tabs, truth[r0:r1], rtol, cap, seed, tile, chunk,
