@@ -93,7 +93,7 @@ def _rank_cases():
     cur + rtol·|cur| lies above cur."""
     rng = np.random.default_rng(11)
     for m in (1, 3, 4, 5, 13):
-        for kind in ("integer", "halves", "repeated", "large"):
+        for kind in ("integer", "halves", "repeated", "wide", "large"):
             n_a, n_b = 41 + m, 157 + 3 * m
             if kind == "large":
                 # scores up to ~2·10⁹: rtol·score ≥ 1, so near ties count as ties
@@ -101,6 +101,14 @@ def _rank_cases():
                 a = rng.integers(hi - 40, hi + 1, (n_a, m))
                 b = rng.integers(0, 40, (n_b, m))
                 yield m, kind, a, b
+                continue
+            if kind == "wide":
+                # spans beyond int16: the screen quantizes; exact ties and near ties
+                # (±1, ±2) across its buckets
+                a = rng.integers(0, 5, (n_a, m)) * 9973 + rng.integers(0, 3, (n_a, m))
+                b = rng.integers(0, 5, (n_b, m)) * 9973 + rng.integers(0, 3, (n_b, m))
+                b[::4] = a[rng.integers(0, n_a, b[::4].shape[0])]
+                yield m, kind, a.astype(float), b.astype(float)
                 continue
             a = rng.integers(0, 4, (n_a, m)).astype(float)
             b = rng.integers(0, 4, (n_b, m)).astype(float)
@@ -115,13 +123,21 @@ def _rank_cases():
 
 
 @pytest.mark.parametrize("metric", ["l1", "linf"])
-def test_rank_kernel_equals_reference_kernel(metric):
-    """nearest_block_rank (two rows per pass, four attributes per accumulator pass) returns
-    exactly nearest_block_int's outputs, overflow flags included, for every tiling."""
-    from linkrisk.engine.nearest.intkernels import nearest_block_int, nearest_block_rank
+def test_rank_kernels_equal_reference_kernel(metric):
+    """nearest_block_rank (two rows per pass, four attributes per accumulator pass) and the
+    int16 screen (rank_kernel) return exactly nearest_block_int's outputs, overflow flags
+    included, for every tiling; the screen's own overflow (rows rescanned exactly) and its
+    quantization (shift h > 0) are exercised."""
+    from linkrisk.engine.nearest.intkernels import (
+        nearest_block_int,
+        nearest_block_rank,
+        rank_kernel,
+        rank_screen,
+        screen_block_rank,
+    )
 
     code = METRIC_CODES[metric]
-    overflowed = 0
+    overflowed = redone = quantized = 0
     for m, kind, a, b in _rank_cases():
         if kind == "large":
             ai = np.ascontiguousarray(a, dtype=np.int32)
@@ -135,14 +151,29 @@ def test_rank_kernel_equals_reference_kernel(metric):
         for cap, tile, chunk in ((32, 64, 16), (3, 37, 5), (1, n_b, 7)):
             ref = _kernel_outputs(nearest_block_int, ai, bti, icode, scale, truth, cap=cap,
                                   tile=tile, chunk=chunk)
-            new = _kernel_outputs(nearest_block_rank, ai, bti, icode, scale, truth, cap=cap,
-                                  tile=tile, chunk=chunk)
-            names = ("min", "count", "true_score", "link", "overflow")
-            for name, u, v in zip(names, ref, new, strict=True):
-                np.testing.assert_array_equal(v, u, err_msg=f"{metric} m={m} {kind} {name} "
-                                                            f"cap={cap} tile={tile}")
+            screen = rank_screen(ai, bti, icode, RTOL)
+            # no screen where ties are not exact equalities (rtol·max score ≥ ½)
+            assert (screen is None) == (kind == "large" and (metric == "l1" or m < 5))
+            for kern in (nearest_block_rank, rank_kernel(ai, bti, icode, RTOL)):
+                new = _kernel_outputs(kern, ai, bti, icode, scale, truth, cap=cap, tile=tile,
+                                      chunk=chunk)
+                names = ("min", "count", "true_score", "link", "overflow")
+                for name, u, v in zip(names, ref, new, strict=True):
+                    np.testing.assert_array_equal(v, u, err_msg=f"{metric} m={m} {kind} {name} "
+                                                                f"cap={cap} tile={tile} {kern}")
+            if screen is not None:
+                btq, h, band = screen
+                quantized += h > 0
+                redo = np.zeros(n_a, np.bool_)
+                outs = _kernel_outputs(nearest_block_rank, ai, bti, icode, scale, truth,
+                                       cap=cap, tile=tile, chunk=chunk)
+                screen_block_rank(ai, (ai >> h).astype(np.int16), np.arange(n_a) + 11, bti,
+                                  btq, icode, scale, band, truth, RTOL, cap, 4 * cap + 64, 5,
+                                  tile, chunk, *outs, redo)
+                redone += int(redo.sum())
             overflowed += int(ref[4].sum())
             if kind == "large" and metric == "l1":
                 # the threshold really is above the minimum for these scores
                 assert (ref[0] * RTOL >= 1).any()
     assert overflowed > 0  # the tiny caps did force overflows
+    assert redone > 0 and quantized > 0
