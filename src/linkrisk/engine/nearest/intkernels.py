@@ -334,11 +334,14 @@ def nearest_block_rank(a_blk, rid, bt, icode, scale, truth, rtol, cap, seed, til
 # each attribute's |Δr| lies within 2^h·|Δq| ± (2^h − 1), so the exact score S and the
 # quantized one Q (sum or maximum of |Δq|) satisfy |S − 2^h·Q| ≤ k·(2^h − 1), k = m (L1)
 # or 1 (L∞). Every record tied with the exact minimum then has
-# Q ≤ Q_min + ⌊2k·(2^h − 1) / 2^h⌋ (the band): the screen keeps those records (in B
-# order), and the exact pass rescores them in int32. Its result is the one of
-# :func:`nearest_block_rank`: the exact minimum s*, the first ``cap`` records scoring s*
-# in B order, the overflow flag when more score s*, the pick among the buffered ones.
-# Rows whose screen buffer overflows are rescanned by :func:`nearest_block_rank`.
+# Q ≤ Q_min + ⌊2k·(2^h − 1) / 2^h⌋ (the band; h is the smallest shift with
+# k·max q ≤ 2^15 − 1, so Q fits int16): the screen keeps those records (in B order), and
+# the exact pass rescores them in integers. With ties exact equalities the reference
+# kernel ends with: the exact minimum s*; in its buffer the first ``cap`` records scoring
+# s* in B order (reaching s* drops every earlier entry, all scored more, and clears the
+# overflow flag); the flag set iff more than ``cap`` records score s*; the pick among the
+# buffered ones. The exact pass rebuilds exactly these. Rows whose screen buffer
+# overflows are rescanned by :func:`nearest_block_rank`.
 
 _I16_MAX = 2**15 - 1
 

@@ -46,8 +46,9 @@ def exact_sets(pw: Pairwise, truth: np.ndarray, rid: np.ndarray, *, rtol: float,
                cap: int, memory_budget: int, progress: Progress | None,
                integer: bool = True) -> NearestSets:
     """The fused exact kernel over all of B for every row of ``a`` (blocked for progress).
-    Whole-number scores (rank distances, Hamming) go through the int32 kernel of
-    :mod:`.intkernels` unless ``integer`` is False; the results are identical."""
+    Whole-number scores (rank distances, Hamming) go through the integer kernels of
+    :mod:`.intkernels` (rank distances through its int16 screen with exact rescoring)
+    unless ``integer`` is False; the results are identical."""
     a, b = pw.x, pw.y
     n_a, m = a.shape
     form = integer_form(a, b, pw.code, pw.tables) if integer else None
