@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .intkernels import integer_form, nearest_block_int
+from .hamming import count_dtype, hamming_tile, nearest_block_hamming
+from .intkernels import I_HAMMING, integer_form, nearest_block_int
 from .kernels import Pairwise, nearest_block, recount_rows
 from .rules import Progress, tie_threshold_np, tile_width
 
@@ -65,7 +66,11 @@ def exact_sets(pw: Pairwise, truth: np.ndarray, rid: np.ndarray, *, rtol: float,
         r1 = min(r0 + rows, n_a)
         outs = (out_min[r0:r1], out_count[r0:r1], out_ts[r0:r1], out_link[r0:r1],
                 out_over[r0:r1])
-        if form is not None:
+        if form is not None and icode == I_HAMMING:
+            nearest_block_hamming(ai[r0:r1], rid[r0:r1], bti, np.empty(0, count_dtype(m)),
+                                  truth[r0:r1], rtol, cap, seed,
+                                  hamming_tile(m, bti.itemsize), chunk, *outs)
+        elif form is not None:
             nearest_block_int(ai[r0:r1], rid[r0:r1], bti, icode, scale, truth[r0:r1], rtol,
                               cap, seed, tile, chunk, *outs)
         else:
