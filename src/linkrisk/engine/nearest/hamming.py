@@ -8,8 +8,9 @@ kernel computes the *same* scores with the codes stored in the narrowest unsigne
 that holds them (uint8 when every attribute has at most 256 categories, uint16 up to
 65,536, else uint32) and the mismatch counts in the narrowest type that holds m (uint8 for
 m ≤ 255): a vector register then holds four times as many pairs (uint8) as in int32.
-Attributes are compared eight (then four, then one) at a time per pass over a tile, so
-the running counts are loaded and stored once per group instead of once per attribute.
+Attacker rows are scored two at a time (each code of B loaded once for both) and
+attributes four at a time, so the running counts are loaded and stored once per group
+of attributes instead of once per attribute (a lone last row: eight at a time).
 
 Everything after the scores is the integer kernel's rule, unchanged: the tie threshold is
 ⌊t(cur)⌋ with t of :mod:`.rules` (integer scores, scale 1), candidates are buffered in B
@@ -105,6 +106,64 @@ def _tile_hamming(acc, a, bt, t0, w):
 
 
 @nb.njit(inline="always")
+def _tile_hamming2(acc, acc2, a, a2, bt, t0, w):
+    """:func:`_tile_hamming` for two attacker rows a, a2 at once (each code of the tile is
+    loaded once for both); attributes go four, then one at a time. Returns both minima."""
+    m = a.shape[0]
+    for k in range(w):
+        acc[k] = 0
+        acc2[k] = 0
+    j = 0
+    while j + 4 <= m:
+        p0, p1, p2, p3 = a[j], a[j + 1], a[j + 2], a[j + 3]
+        q0, q1, q2, q3 = a2[j], a2[j + 1], a2[j + 2], a2[j + 3]
+        r0, r1 = bt[j, t0:t0 + w], bt[j + 1, t0:t0 + w]
+        r2, r3 = bt[j + 2, t0:t0 + w], bt[j + 3, t0:t0 + w]
+        for k in range(w):
+            x0, x1, x2, x3 = r0[k], r1[k], r2[k], r3[k]
+            acc[k] += (p0 != x0) + (p1 != x1) + (p2 != x2) + (p3 != x3)
+            acc2[k] += (q0 != x0) + (q1 != x1) + (q2 != x2) + (q3 != x3)
+        j += 4
+    while j < m:
+        p0, q0 = a[j], a2[j]
+        row = bt[j, t0:t0 + w]
+        for k in range(w):
+            x0 = row[k]
+            acc[k] += p0 != x0
+            acc2[k] += q0 != x0
+        j += 1
+    mn, mn2 = acc[0], acc2[0]
+    for k in range(w):
+        mn = min(mn, acc[k])
+        mn2 = min(mn2, acc2[k])
+    return mn, mn2
+
+
+@nb.njit(inline="always")
+def _settle_tile(acc, mn, r, ti, t0, w, rtol, tscore, best, thr, buf_i, buf_s, nbuf, over):
+    """Row r's bookkeeping after a tile (scores acc[:w] of B[t0:t0+w], minimum mn): the
+    true image's score, then — unless mn is above the tie threshold — the new minima and
+    the tied candidates in B order (the integer kernel's loop)."""
+    if ti >= t0 and ti < t0 + w:
+        tscore[r] = acc[ti - t0]
+    if np.int64(mn) > thr[r]:
+        return
+    cur = best[r]
+    th = thr[r]
+    for k in range(w):
+        s = np.int64(acc[k])
+        if s <= th:
+            if s < cur:
+                old = cur
+                cur = s
+                th = _thr(cur, rtol)
+                new_minimum(buf_i, buf_s, nbuf, over, r, old, th)
+            buffer_candidate(buf_i, buf_s, nbuf, over, r, t0 + k, s)
+    best[r] = cur
+    thr[r] = th
+
+
+@nb.njit(inline="always")
 def _thr(cur, rtol):
     """⌊t(cur)⌋ for the integer score cur (the float kernel's tie threshold; scores are
     whole numbers, so s ≤ t(cur) ⟺ s ≤ ⌊t(cur)⌋)."""
@@ -128,6 +187,7 @@ def nearest_block_hamming(a_blk, rid, bt, acc_type, truth, rtol, cap, seed, tile
         hi = min(lo + chunk, n_a)
         nr = hi - lo
         acc = np.empty(tile, acc_type.dtype)
+        acc2 = np.empty(tile, acc_type.dtype)
         best = np.full(nr, _INT_MAX, np.int64)
         thr = np.full(nr, _INT_MAX, np.int64)
         tscore = np.full(nr, -1, np.int64)
@@ -137,27 +197,21 @@ def nearest_block_hamming(a_blk, rid, bt, acc_type, truth, rtol, cap, seed, tile
         over = np.zeros(nr, np.bool_)
         for t0 in range(0, n_b, tile):
             w = min(tile, n_b - t0)
-            for r in range(nr):
+            r = 0
+            while r < nr:  # rows in pairs (one load of the tile for both), then the last
                 i = lo + r
-                mn = np.int64(_tile_hamming(acc, a_blk[i], bt, t0, w))
-                ti = truth[i]
-                if ti >= t0 and ti < t0 + w:
-                    tscore[r] = acc[ti - t0]
-                if mn > thr[r]:
-                    continue
-                cur = best[r]
-                th = thr[r]
-                for k in range(w):
-                    s = np.int64(acc[k])
-                    if s <= th:
-                        if s < cur:
-                            old = cur
-                            cur = s
-                            th = _thr(cur, rtol)
-                            new_minimum(buf_i, buf_s, nbuf, over, r, old, th)
-                        buffer_candidate(buf_i, buf_s, nbuf, over, r, t0 + k, s)
-                best[r] = cur
-                thr[r] = th
+                if r + 1 < nr:
+                    mn, mn2 = _tile_hamming2(acc, acc2, a_blk[i], a_blk[i + 1], bt, t0, w)
+                    _settle_tile(acc, mn, r, truth[i], t0, w, rtol, tscore, best, thr,
+                                 buf_i, buf_s, nbuf, over)
+                    _settle_tile(acc2, mn2, r + 1, truth[i + 1], t0, w, rtol, tscore, best,
+                                 thr, buf_i, buf_s, nbuf, over)
+                    r += 2
+                else:
+                    mn = _tile_hamming(acc, a_blk[i], bt, t0, w)
+                    _settle_tile(acc, mn, r, truth[i], t0, w, rtol, tscore, best, thr,
+                                 buf_i, buf_s, nbuf, over)
+                    r += 1
         for r in range(nr):
             i = lo + r
             out_min[i] = np.inf if best[r] == _INT_MAX else np.float64(best[r])
