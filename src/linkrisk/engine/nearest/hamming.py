@@ -30,7 +30,7 @@ from .transforms import BLOCK_ROWS
 
 _INT_MAX = 2**31 - 1  # "no minimum yet", as in the integer kernel
 #: bytes of codes per tile of B (m × tile codes, attribute-major) kept in cache
-TILE_BYTES = 2**17
+TILE_BYTES = 2**15
 
 
 def code_dtype(max_code: int) -> np.dtype:
