@@ -2,12 +2,13 @@
 
 Distance-based linkage on categorical attributes under the unit (nominal) table scores a
 pair by the number of attributes whose categories differ, d(a, b) = Σ_j [a_j ≠ b_j]
-(Domingo-Ferrer & Torra 2001; ``docs/methods.md``, categorical DBRL). The scores are the
-whole numbers 0..m, so the int32 kernel of :mod:`.intkernels` computes them exactly; this
-kernel computes the *same* scores with the codes stored in the narrowest unsigned type
-that holds them (uint8 when every attribute has at most 256 categories, uint16 up to
-65,536, else uint32) and the mismatch counts in the narrowest type that holds m (uint8 for
-m ≤ 255): a vector register then holds four times as many pairs (uint8) as in int32.
+(the distance of Herranz, Nin, Rodríguez & Tassa 2015; ``docs/methods.md``, attack
+``dbrl_hamming``). The scores are the whole numbers 0..m, so the int32 kernel of
+:mod:`.intkernels` computes them exactly; this kernel computes the *same* scores with
+the codes stored in the narrowest unsigned type that holds them (uint8 when every
+attribute has at most 256 categories, uint16 up to 65,536, else uint32) and the mismatch
+counts in the narrowest type that holds m (uint8 for m ≤ 255): a vector register then
+holds four times as many pairs (uint8) as in int32.
 Attacker rows are scored two at a time (each code of B loaded once for both) and
 attributes four at a time, so the running counts are loaded and stored once per group
 of attributes instead of once per attribute (a lone last row: eight at a time).
