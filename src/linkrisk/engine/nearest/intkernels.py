@@ -24,6 +24,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
+from .hamming import hamming_codes
 from .kernels import L1, LINF, MIXED, Tables, buffer_candidate, new_minimum, pick_buffered
 from .rules import pick, tie_threshold
 from .transforms import BLOCK_ROWS
@@ -48,9 +49,9 @@ def integer_form(a: np.ndarray, b: np.ndarray, code: int, tables: Tables
             t = tables.flat[tables.off[j]:tables.off[j] + L * L].reshape(L, L)
             if not np.array_equal(t, 1.0 - np.eye(L)):
                 return None
-        # codes were checked to be whole numbers in 0..L−1 by the caller
-        return (np.ascontiguousarray(a, dtype=np.int32),
-                np.ascontiguousarray(b.T, dtype=np.int32), I_HAMMING, 1)
+        # codes were checked to be whole numbers in 0..L−1 by the caller; stored narrow
+        # (uint8 up to 256 categories) for the Hamming kernel of :mod:`.hamming`
+        return (*hamming_codes(a, b), I_HAMMING, 1)
     if code not in (L1, LINF):
         return None
     if not (np.isfinite(a).all() and np.isfinite(b).all()):

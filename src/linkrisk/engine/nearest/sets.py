@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .intkernels import I_HAMMING, integer_form, nearest_block_int, rank_kernel
+from .hamming import count_dtype, hamming_tile, nearest_block_hamming
+from .intkernels import I_HAMMING, integer_form, rank_kernel
 from .kernels import Pairwise, nearest_block, recount_rows
 from .rules import Progress, tie_threshold_np, tile_width
 
@@ -56,10 +57,10 @@ def exact_sets(pw: Pairwise, truth: np.ndarray, rid: np.ndarray, *, rtol: float,
     bt = np.ascontiguousarray(b.T) if form is None else None
     ai, bti, icode, scale = form if form is not None else (None, None, 0, 1)
     rows, tile = plan_blocks(n_a, b.shape[0], m, memory_budget, cap)
-    if form is not None:
+    if form is not None and icode != I_HAMMING:
         # rank scores: the row-blocked kernel, through the int16 screen when it applies (the
-        # same results as nearest_block_int)
-        kern = nearest_block_int if icode == I_HAMMING else rank_kernel(ai, bti, icode, rtol)
+        # same results as nearest_block_int); Hamming scores go to the narrow-code kernel
+        kern = rank_kernel(ai, bti, icode, rtol)
     chunk = 16
     out_min = np.empty(n_a)
     out_count = np.empty(n_a, np.int64)
@@ -70,7 +71,11 @@ def exact_sets(pw: Pairwise, truth: np.ndarray, rid: np.ndarray, *, rtol: float,
         r1 = min(r0 + rows, n_a)
         outs = (out_min[r0:r1], out_count[r0:r1], out_ts[r0:r1], out_link[r0:r1],
                 out_over[r0:r1])
-        if form is not None:
+        if form is not None and icode == I_HAMMING:
+            nearest_block_hamming(ai[r0:r1], rid[r0:r1], bti, np.empty(0, count_dtype(m)),
+                                  truth[r0:r1], rtol, cap, seed,
+                                  hamming_tile(m, bti.itemsize), chunk, *outs)
+        elif form is not None:
             kern(ai[r0:r1], rid[r0:r1], bti, icode, scale, truth[r0:r1], rtol,
                  cap, seed, tile, chunk, *outs)
         else:
