@@ -482,6 +482,7 @@ def _candidate_graph(pw: Pairwise, delta: float, k: int, K: int, screened: bool,
             info["seconds_knn"] = info.get("seconds_knn", 0.0) + time.perf_counter() - t0
             _log.info("k-NN lists (k = %d): %.1f s", K, info["seconds_knn"])
             lists = _Lists(nn, pw.root, delta)
+            del nn  # the lists hold what they need
         g, complete = lists.graph(k)
         if complete:
             full, mm = has_full_matching(g[0], g[1], n_c)
@@ -604,8 +605,9 @@ class _Lists:
 
     def __init__(self, nn, root: bool, delta: float):
         self.fi, self.bi = nn.fwd_idx, nn.bwd_idx
-        self.fc = _root(nn.fwd_score, root)
-        self.bc = _root(nn.bwd_score, root)
+        # in place: the lists' scores are not used again (saves a copy of both lists)
+        self.fc = _root(nn.fwd_score, root, out=nn.fwd_score)
+        self.bc = _root(nn.bwd_score, root, out=nn.bwd_score)
         self.delta = delta
         self.K = self.fi.shape[1]
         self.screened = nn.fwd_bound is not None
@@ -684,10 +686,15 @@ def _fill_transposed(idx, cost, ok, nxt, cols, costs):
                 nxt[i] += 1
 
 
-def _root(score: np.ndarray, root: bool) -> np.ndarray:
+def _root(score: np.ndarray, root: bool, out: np.ndarray | None = None) -> np.ndarray:
+    """Scores as costs: √max(s, 0) when ``root`` (into ``out`` if given), else the
+    scores."""
     if not root:
         return score
-    return np.sqrt(np.maximum(score, 0.0))
+    if out is None:
+        return np.sqrt(np.maximum(score, 0.0))
+    np.maximum(score, 0.0, out=out)
+    return np.sqrt(out, out=out)
 
 
 def _bound(idx: np.ndarray, cost: np.ndarray, delta: float) -> np.ndarray:
