@@ -18,6 +18,14 @@ increase over its RSS just before the solve). Usage::
     python benchmarks/global_matching.py --sizes 1080,4092
     python benchmarks/global_matching.py --memory-budget 4294967296   # longer k-NN lists
     python benchmarks/global_matching.py --sizes 1000000 --skip-dense-above 0 --progress
+    python benchmarks/global_matching.py --sizes 100000,200000 --skip-dense-above 0 --stages
+
+``--stages`` also runs faiss's exact flat k = 1 search (``IndexFlatL2``, float32) of the
+same standardized data in its own subprocess of the same run, prints ours / faiss, and a
+table per size: each stage (the k-NN pass, then each solve + certificate round) with its
+seconds and the process's peak RSS at its end (a running maximum, so a stage's own peak
+is the first row where the figure rises). ``--k`` / ``--k-list`` set the solver's graph
+degree and list length (default: the attack's defaults).
 """
 
 from __future__ import annotations
@@ -64,12 +72,61 @@ def _progress():
     return cb
 
 
-def _child(method: str, n: int, seed: int, budget: int, progress: bool = False) -> None:
+class _StageLog:
+    """A logging handler that keeps (seconds since start, peak RSS MB, message) of each
+    solver log line: the k-NN pass and every certificate round."""
+
+    def __init__(self) -> None:
+        import logging
+
+        self.rows: list[tuple[float, float, str]] = []
+        self.t0 = time.perf_counter()
+        self.handler = logging.Handler()
+        self.handler.emit = self._emit  # type: ignore[method-assign]
+
+    def _emit(self, rec) -> None:
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        self.rows.append((time.perf_counter() - self.t0, peak, rec.getMessage()))
+
+
+def _faiss_child(n: int, seed: int) -> dict:
+    import faiss
+    import numpy as np
+
+    from linkrisk.engine import standardize
+
+    x, y = _data(n, seed)
+    a = standardize(x.to_numpy()).astype(np.float32)
+    b = standardize(y.to_numpy()).astype(np.float32)
+    base = _rss_mb()
+    t0 = time.perf_counter()
+    ix = faiss.IndexFlatL2(a.shape[1])
+    ix.add(b)
+    ix.search(a, 1)
+    secs = time.perf_counter() - t0
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return {"method": "faiss", "n": n, "seconds": secs, "peak_mb": peak,
+            "delta_mb": peak - base}
+
+
+def _child(method: str, n: int, seed: int, budget: int, progress: bool = False,
+           stages: bool = False, kw: dict | None = None) -> None:
     import numpy as np
 
     import linkrisk
 
+    if method == "faiss":
+        print(json.dumps(_faiss_child(n, seed)))
+        return
     x, y = _data(n, seed)
+    log = None
+    if stages:
+        import logging
+
+        log = _StageLog()
+        lg = logging.getLogger("linkrisk.engine.matching.solver")
+        lg.addHandler(log.handler)
+        lg.setLevel(logging.INFO)
     if progress:
         import logging
 
@@ -88,16 +145,22 @@ def _child(method: str, n: int, seed: int, budget: int, progress: bool = False) 
             scan_gated(pw, np.arange(5), np.zeros(50), np.zeros(50), np.ones(5),
                        np.full(5, -1.0), screened=screened)
         base = _rss_mb()
+        if log is not None:
+            log.rows.clear()
+            log.t0 = time.perf_counter()
         t0 = time.perf_counter()
         r = linkrisk.attack(x, y, method="gdbrl", solver="sparse", memory_budget=budget,
-                            progress=_progress() if progress else None)
+                            progress=_progress() if progress else None, **(kw or {}))
         secs = time.perf_counter() - t0
         out = {"total_cost": r.extra["total_cost"], "certified": r.extra["certified"],
                "rate": r.rate, "k": r.extra["k"], "k_list": r.extra.get("k_list"),
                "rounds": r.extra.get("rounds"),
                "scanned": r.extra.get("scanned_rows"), "n_edges": r.extra["n_edges"],
                "t_knn": r.extra.get("seconds_knn"), "t_solve": r.extra.get("seconds_solve"),
-               "t_cert": r.extra.get("seconds_certify")}
+               "t_cert": r.extra.get("seconds_certify"),
+               "round_log": r.extra.get("round_log"), "knn_passes": r.extra.get("knn_passes")}
+        if log is not None:
+            out["stages"] = log.rows
         if progress:
             print("rounds (cumulative s solve, s certify, rows scanned, columns scanned, "
                   f"edges added, rows freed): {r.extra.get('round_log')}", file=sys.stderr,
@@ -122,9 +185,10 @@ def _child(method: str, n: int, seed: int, budget: int, progress: bool = False) 
 
 
 def _run(method: str, n: int, seed: int, timeout: float | None, budget: int,
-         progress: bool = False) -> dict:
+         progress: bool = False, extra: list[str] | None = None) -> dict:
     cmd = [sys.executable, __file__, "--child", method, "--n", str(n), "--seed", str(seed),
-           "--memory-budget", str(budget)] + (["--progress"] if progress else [])
+           "--memory-budget", str(budget)] + (["--progress"] if progress else []) \
+        + (extra or [])
     try:
         # with --progress the child's stderr (its progress lines) goes to the terminal
         p = subprocess.run(cmd, stdout=subprocess.PIPE,
@@ -153,12 +217,21 @@ def main() -> None:
                          "bounds the k-NN list length of the certificate")
     ap.add_argument("--progress", action="store_true",
                     help="print the solver's progress (elapsed s, per-mille, peak MB)")
-    ap.add_argument("--child", choices=["ours", "dense"], help=argparse.SUPPRESS)
+    ap.add_argument("--stages", action="store_true",
+                    help="per-stage seconds and peak RSS, and faiss k = 1 in the same run")
+    ap.add_argument("--k", type=int, help="the candidate graph's initial degree")
+    ap.add_argument("--k-list", type=int, help="the k-NN lists' length")
+    ap.add_argument("--child", choices=["ours", "dense", "faiss"], help=argparse.SUPPRESS)
     ap.add_argument("--n", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        _child(args.child, args.n, args.seed, args.memory_budget, args.progress)
+        kw = {k: v for k, v in (("k", args.k), ("k_list", args.k_list)) if v is not None}
+        _child(args.child, args.n, args.seed, args.memory_budget, args.progress, args.stages,
+               kw)
         return
+    extra = (["--stages"] if args.stages else []) + sum(
+        ([f"--{o}", str(v)] for o, v in (("k", args.k), ("k-list", args.k_list))
+         if v is not None), [])
 
     sizes = [int(s) for s in args.sizes.split(",") if s]
     if args.big and 1_000_000 not in sizes:
@@ -170,11 +243,34 @@ def main() -> None:
             f"{'speed-up':>8} {'same cost':>9}")
     print(head)
     print("-" * len(head), flush=True)
+    stage_rows: list[tuple[int, dict, dict]] = []
     for n in sizes:
-        ours = _run("ours", n, args.seed, None, args.memory_budget, args.progress)
+        fa = _run("faiss", n, args.seed, None, args.memory_budget) if args.stages else None
+        ours = _run("ours", n, args.seed, None, args.memory_budget, args.progress, extra)
         dense = (_run("dense", n, args.seed, args.dense_timeout, args.memory_budget)
                  if n <= min(args.skip_dense_above, 20000) else None)
         print(_row(n, ours, dense), flush=True)
+        if fa is not None:
+            stage_rows.append((n, fa, ours))
+    for n, fa, ours in stage_rows:
+        _print_stages(n, fa, ours)
+
+
+def _print_stages(n: int, fa: dict, o: dict) -> None:
+    """Per-stage table of one size (see --stages) and the ratio to faiss k = 1."""
+    if "error" in fa or "error" in o:
+        print(f"n = {n}: {fa.get('error') or o.get('error')}")
+        return
+    print(f"\nn = {n:,}: faiss k=1 {fa['seconds']:.2f} s (peak {fa['peak_mb']:.0f} MB); "
+          f"gdbrl {o['seconds']:.2f} s (peak {o['peak_mb']:.0f} MB, +{o['delta_mb']:.0f}) = "
+          f"{o['seconds'] / fa['seconds']:.2f}x faiss; k = {o['k']}, k_list = {o['k_list']}, "
+          f"k-NN passes {o.get('knn_passes')}, total cost {o['total_cost']!r}, "
+          f"certified {o['certified']}")
+    print(f"  {'stage':<58} {'s':>8} {'at s':>8} {'peak MB':>8}")
+    prev = 0.0
+    for t, peak, msg in o.get("stages", []):
+        print(f"  {msg[:58]:<58} {t - prev:8.2f} {t:8.2f} {peak:8.0f}")
+        prev = t
 
 
 def _row(n: int, o: dict, d: dict | None) -> str:

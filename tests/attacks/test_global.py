@@ -331,3 +331,35 @@ def test_progress_and_errors():
         linkrisk.attack(_df(a), _df(b), "gdbrl", solver="fast")
     with pytest.raises(LinkriskError, match="ties"):
         linkrisk.attack(_df(a), _df(b), "gdbrl", ties="random")
+
+
+def test_rows_csr_and_matched_cost_equal_the_array_forms():
+    # the per-row insertion that builds the forward lists' CSR (int32 or int64 indices,
+    # missing entries, entries beyond Δ) equals a stable argsort by column; matched costs
+    # equal the edge-array lookup
+    from linkrisk.engine.matching import solver as sv
+    from linkrisk.engine.matching.assignment import SparseAssignment
+
+    rng = np.random.default_rng(3)
+    n, k, n_c = 300, 7, 400
+    for dtype in (np.int32, np.int64):
+        idx = np.stack([rng.permutation(n_c)[:k] for _ in range(n)]).astype(dtype)
+        idx[rng.random((n, k)) < 0.1] = -1
+        cost = np.round(rng.random((n, k)) * 4) / 2
+        for delta in (np.inf, 1.0):
+            ptr, cols, costs = sv._rows_csr(idx, cost, delta)
+            ok = (idx >= 0) & (cost <= delta)
+            for i in range(n):
+                o = np.argsort(np.where(ok[i], idx[i], n_c), kind="stable")[:ok[i].sum()]
+                np.testing.assert_array_equal(cols[ptr[i]:ptr[i + 1]], idx[i, o])
+                np.testing.assert_array_equal(costs[ptr[i]:ptr[i + 1]], cost[i, o])
+    sa = SparseAssignment(ptr, cols, costs + rng.random(costs.shape[0]), n_c)
+    sa.col4row[:] = -1
+    for i in range(0, n, 3):
+        if ptr[i + 1] > ptr[i]:
+            sa.col4row[i] = cols[rng.integers(ptr[i], ptr[i + 1])]
+    r = np.repeat(np.arange(n), np.diff(ptr))
+    hit = sa.col4row[r] == sa.indices
+    want = np.full(n, np.nan)
+    want[r[hit]] = sa.cost[hit]
+    np.testing.assert_array_equal(sa.matched_cost(), want)

@@ -64,3 +64,24 @@ def test_screened_lists_equal_exact_lists_on_continuous_data():
     # the bound is tight: within float32 error of the exact k-th score
     assert np.all(a.fwd_bound <= b.fwd_score[:, -1])
     assert np.median(b.fwd_score[:, -1] - a.fwd_bound) < 1e-3 * np.median(b.fwd_score[:, -1])
+
+
+def test_lists_re_scored_in_row_blocks_are_the_same(monkeypatch):
+    # int32 indices; the per-block re-scoring and sort (blocks of 5 rows here, the last one
+    # short) gives the same lists, bit for bit, as one block, with ties (integer data)
+    from linkrisk.engine.matching import screen32
+
+    x, y = _pair(203, 190, 3, 9, ties=True)
+    pw = Pairwise.build(x, y, "sqeuclidean", root=True)
+    one = knn_screened(pw, 12)
+    monkeypatch.setattr(screen32, "SORT_BLOCK", 60)
+    blocked = knn_screened(pw, 12)
+    assert one.fwd_idx.dtype == np.int32 and one.bwd_idx.dtype == np.int32
+    for f in ("fwd_idx", "fwd_score", "bwd_idx", "bwd_score", "fwd_bound", "bwd_bound"):
+        np.testing.assert_array_equal(getattr(one, f), getattr(blocked, f))
+    # and the same as sorting the full rows directly: (exact score, index)
+    s = cdist(x, y, "sqeuclidean")
+    for i in range(x.shape[0]):
+        row = one.fwd_idx[i]
+        order = np.lexsort((row, s[i, row]))
+        np.testing.assert_array_equal(row[order], row)

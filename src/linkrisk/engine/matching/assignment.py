@@ -664,9 +664,7 @@ class SparseAssignment:
     def matched_cost(self) -> np.ndarray:
         """c_{i,σ(i)} per row (NaN when unmatched)."""
         out = np.full(self.n_rows, np.nan)
-        r = np.repeat(np.arange(self.n_rows), np.diff(self.indptr))
-        hit = self.col4row[r] == self.indices
-        out[r[hit]] = self.cost[hit]
+        _matched_cost(self.indptr, self.indices, self.cost, self.col4row, out)
         return out
 
     def reduced_costs(self) -> np.ndarray:
@@ -674,6 +672,20 @@ class SparseAssignment:
         out = np.empty(self.n_edges)
         _reduced(self.indptr, self.indices, self.cost, self.u, self.v, out)
         return out
+
+
+@nb.njit(cache=True)
+def _matched_cost(indptr, indices, cost, col4row, out):
+    """out[i] = cost of the edge (i, col4row[i]) (a row's columns are distinct); no
+    edge-sized temporaries, which :meth:`SparseAssignment.polish` would allocate every
+    round."""
+    for i in range(indptr.shape[0] - 1):
+        j = col4row[i]
+        if j >= 0:
+            for e in range(indptr[i], indptr[i + 1]):
+                if indices[e] == j:
+                    out[i] = cost[e]
+                    break
 
 
 def has_full_matching(indptr: np.ndarray, indices: np.ndarray, n_cols: int

@@ -40,6 +40,10 @@ TILE = 1024
 #: the release is re-streamed from memory less often; see benchmarks/README.md)
 CHUNK = 128
 _F32 = np.float32
+#: index type of the screened lists (files of up to 2³¹ − 1 records)
+IDX = np.int32
+#: list entries re-scored and sorted per block of rows (bounds the temporaries)
+SORT_BLOCK = 1 << 20
 #: columns per sub-block searched for list entries in a tile with a hit
 SUB = 64
 
@@ -142,7 +146,7 @@ def _knn32_pass(x, nx, lo, hi, yt, ny, tile, chunk, f_idx, f_sc, b_idx, b_sc, b_
         r1 = lo + (n * (t + 1)) // T
         acc = np.empty(tile, np.float32)
         acc2 = np.empty(tile, np.float32)
-        fi = np.empty((chunk, k), np.int64)
+        fi = np.empty((chunk, k), np.int32)
         fs = np.empty((chunk, k), np.float32)
         bi = b_idx[t]
         bs = b_sc[t]
@@ -178,16 +182,27 @@ def _norms32(z32: np.ndarray) -> np.ndarray:
     return np.einsum("ij,ij->i", z32, z32).astype(np.float32)
 
 
-def _exact_sorted(pw: Pairwise, rows_of: np.ndarray, idx: np.ndarray, flip: bool
+def _exact_sorted(pw: Pairwise, idx: np.ndarray, flip: bool
                   ) -> tuple[np.ndarray, np.ndarray]:
     """Exact scores of list entries (row r, idx[r, q]), each list sorted by (score, index);
-    missing entries (−1) get +inf and stay last."""
+    missing entries (−1) get +inf and stay last. Row blocks of ``SORT_BLOCK`` entries keep
+    the temporaries small (each list is sorted on its own, so the result is the same)."""
     n, k = idx.shape
-    ia = np.repeat(rows_of, k)
-    ib = idx.ravel()
-    sc = (pair_costs(pw.swapped(), ia, ib) if flip else pair_costs(pw, ia, ib)).reshape(n, k)
-    order = np.lexsort((np.where(idx < 0, np.iinfo(np.int64).max, idx), sc), axis=1)
-    return np.take_along_axis(idx, order, 1), np.take_along_axis(sc, order, 1)
+    out_i = np.empty_like(idx)
+    out_s = np.empty((n, k))
+    if k == 0:
+        return out_i, out_s
+    pwf = pw.swapped() if flip else pw
+    step = max(1, SORT_BLOCK // k)
+    for lo in range(0, n, step):
+        hi = min(lo + step, n)
+        blk = idx[lo:hi]
+        ia = np.repeat(np.arange(lo, hi), k)
+        sc = pair_costs(pwf, ia, blk.ravel()).reshape(hi - lo, k)
+        order = np.lexsort((np.where(blk < 0, np.iinfo(np.int64).max, blk), sc), axis=1)
+        out_i[lo:hi] = np.take_along_axis(blk, order, 1)
+        out_s[lo:hi] = np.take_along_axis(sc, order, 1)
+    return out_i, out_s
 
 
 def knn_screened(pw: Pairwise, k: int, kb: int | None = None, *,
@@ -206,9 +221,10 @@ def knn_screened(pw: Pairwise, k: int, kb: int | None = None, *,
     yt32 = np.ascontiguousarray(y32.T)
     nx, ny = _norms32(x32), _norms32(y32)
     xm2 = -2.0 * x32  # exact: a power-of-two scaling
-    f_idx = np.empty((n_x, k), np.int64)
+    # int32 indices (IDX): half the memory of the lists and of their cache traffic
+    f_idx = np.empty((n_x, k), IDX)
     f_sc = np.empty((n_x, k), _F32)
-    b_idx = np.full((T, n_y, max(kb, 0)), -1, np.int64)
+    b_idx = np.full((T, n_y, max(kb, 0)), -1, IDX)
     b_sc = np.full((T, n_y, max(kb, 0)), np.inf, _F32)
     b_thr = np.full((T, n_y), np.inf if kb > 0 else -np.inf, _F32)
     rows = row_blocks(n_x)
@@ -218,16 +234,15 @@ def knn_screened(pw: Pairwise, k: int, kb: int | None = None, *,
         if progress is not None:
             progress(hi, n_x)
     if kb > 0:
-        bi = np.empty((n_y, kb), np.int64)
+        bi = np.empty((n_y, kb), IDX)
         bs32 = np.empty((n_y, kb), _F32)
         merge_threads(b_idx, b_sc, bi, bs32)
     else:
-        bi, bs32 = np.empty((n_y, 0), np.int64), np.empty((n_y, 0), _F32)
+        bi, bs32 = np.empty((n_y, 0), IDX), np.empty((n_y, 0), _F32)
     del b_idx, b_sc
     sq = dataclasses.replace(pw, root=False)  # exact scores, not costs
-    fi, fs = _exact_sorted(sq, np.arange(n_x), f_idx, False)
-    bi_, bs_ = (_exact_sorted(sq, np.arange(n_y), bi, True) if kb > 0
-                else (bi, np.empty((n_y, 0))))
+    fi, fs = _exact_sorted(sq, f_idx, False)
+    bi_, bs_ = _exact_sorted(sq, bi, True) if kb > 0 else (bi, np.empty((n_y, 0)))
     return KNN(fi, fs, bi_, bs_, _list_bound(f_idx, f_sc, pw.x, n_y),
                _list_bound(bi, bs32, pw.y, n_x) if kb > 0 else np.full(n_y, -np.inf))
 

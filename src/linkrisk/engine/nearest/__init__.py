@@ -5,6 +5,7 @@ the relative tolerance of :mod:`.rules`) and one seeded link among them.
 Modules: :mod:`.rules` (tie threshold, tie-breaking hash, pick, progress: the rules every
 path follows), :mod:`.kernels` (the compiled blocked kernels and :class:`Pairwise`, two
 files under one metric), :mod:`.intkernels` (int32 kernels for whole-number scores),
+:mod:`.hamming` (the Hamming kernel on narrow category codes),
 :mod:`.screen` (the faiss float32 screen), :mod:`.sets` (blocked planning and the exact
 sets), :mod:`.search` (the entry point :func:`nearest_sets`), :mod:`.distributed` (Dask),
 :mod:`.transforms` (standardization, ranks, whitening). See ``docs/methods.md``.

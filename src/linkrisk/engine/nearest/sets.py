@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .intkernels import integer_form, nearest_block_int
+from .hamming import count_dtype, hamming_tile, nearest_block_hamming
+from .intkernels import I_HAMMING, integer_form, rank_kernel
 from .kernels import Pairwise, nearest_block, recount_rows
 from .rules import Progress, tie_threshold_np, tile_width
 
@@ -46,8 +47,9 @@ def exact_sets(pw: Pairwise, truth: np.ndarray, rid: np.ndarray, *, rtol: float,
                cap: int, memory_budget: int, progress: Progress | None,
                integer: bool = True) -> NearestSets:
     """The fused exact kernel over all of B for every row of ``a`` (blocked for progress).
-    Whole-number scores (rank distances, Hamming) go through the int32 kernel of
-    :mod:`.intkernels` unless ``integer`` is False; the results are identical."""
+    Whole-number scores (rank distances, Hamming) go through the integer kernels of
+    :mod:`.intkernels` (rank distances through its int16 screen with exact rescoring)
+    unless ``integer`` is False; the results are identical."""
     a, b = pw.x, pw.y
     n_a, m = a.shape
     form = integer_form(a, b, pw.code, pw.tables) if integer else None
@@ -55,6 +57,10 @@ def exact_sets(pw: Pairwise, truth: np.ndarray, rid: np.ndarray, *, rtol: float,
     bt = np.ascontiguousarray(b.T) if form is None else None
     ai, bti, icode, scale = form if form is not None else (None, None, 0, 1)
     rows, tile = plan_blocks(n_a, b.shape[0], m, memory_budget, cap)
+    if form is not None and icode != I_HAMMING:
+        # rank scores: the row-blocked kernel, through the int16 screen when it applies (the
+        # same results as nearest_block_int); Hamming scores go to the narrow-code kernel
+        kern = rank_kernel(ai, bti, icode, rtol)
     chunk = 16
     out_min = np.empty(n_a)
     out_count = np.empty(n_a, np.int64)
@@ -65,9 +71,13 @@ def exact_sets(pw: Pairwise, truth: np.ndarray, rid: np.ndarray, *, rtol: float,
         r1 = min(r0 + rows, n_a)
         outs = (out_min[r0:r1], out_count[r0:r1], out_ts[r0:r1], out_link[r0:r1],
                 out_over[r0:r1])
-        if form is not None:
-            nearest_block_int(ai[r0:r1], rid[r0:r1], bti, icode, scale, truth[r0:r1], rtol,
-                              cap, seed, tile, chunk, *outs)
+        if form is not None and icode == I_HAMMING:
+            nearest_block_hamming(ai[r0:r1], rid[r0:r1], bti, np.empty(0, count_dtype(m)),
+                                  truth[r0:r1], rtol, cap, seed,
+                                  hamming_tile(m, bti.itemsize), chunk, *outs)
+        elif form is not None:
+            kern(ai[r0:r1], rid[r0:r1], bti, icode, scale, truth[r0:r1], rtol,
+                 cap, seed, tile, chunk, *outs)
         else:
             nearest_block(a[r0:r1], rid[r0:r1], bt, pw.code, pw.degree, pw.kxx[r0:r1],
                           pw.kyy, *pw.tabs, truth[r0:r1], rtol, cap, seed, tile, chunk,
@@ -77,7 +87,7 @@ def exact_sets(pw: Pairwise, truth: np.ndarray, rid: np.ndarray, *, rtol: float,
     thr = tie_threshold_np(out_min, rtol)
     over = np.flatnonzero(out_over)
     if over.size:
-        form = ai = bti = None  # free the integer copies before the float one is made
+        form = ai = bti = kern = None  # free the integer copies before the float one is made
         if bt is None:
             bt = np.ascontiguousarray(b.T)
         cnt = np.empty(over.size, np.int64)
