@@ -4,6 +4,8 @@ import pytest
 
 from linkrisk.data import (
     attribute_kinds,
+    infer_kind,
+    is_number,
     numeric_matrix,
     parse_kinds,
     select_qi,
@@ -57,6 +59,36 @@ def test_numeric_matrix_errors():
         numeric_matrix(df, ["x"])
     # numbers stored as text are accepted
     assert numeric_matrix(pd.DataFrame({"x": ["1", "2.5"]}), ["x"]).tolist() == [[1.0], [2.5]]
+
+
+def test_numeric_matrix_masking_wording():
+    """The masking methods' path of the one numeric-matrix helper: numeric dtypes only
+    (text of numbers is refused, not read), every offending column named at once."""
+    df = pd.DataFrame({"x": [1, 2, 3], "y": [1.5, np.nan, 2.0], "t": ["1", "2", "3"],
+                       "z": [1.0, np.inf, -np.inf], "b": [True, False, True]})
+    x = numeric_matrix(df, ["x"], method="noise")
+    assert x.dtype == np.float64 and x.flags.c_contiguous and x.tolist() == [[1.0], [2.0], [3.0]]
+    with pytest.raises(LinkriskError, match=r"noise masks numeric attributes only, but 't', 'b' are"):
+        numeric_matrix(df, ["x", "t", "b"], method="noise")
+    with pytest.raises(LinkriskError, match=r"mdav: column\(s\) 'y' contain missing values"):
+        numeric_matrix(df, ["x", "y"], method="mdav")
+    with pytest.raises(LinkriskError, match=r"micdp: column\(s\) \['z'\] contain infinite"):
+        numeric_matrix(df, ["x", "z"], method="micdp")
+    # the linking path names the first offending row instead
+    with pytest.raises(LinkriskError, match="'y' of the file has missing values .first at row 1"):
+        numeric_matrix(df, ["x", "y"])
+
+
+def test_one_kind_rule():
+    """infer_kind and is_number agree on every dtype (masking, attacks and measures use them)."""
+    cols = {"i": pd.Series([1, 2]), "f": pd.Series([1.5, 2.0]), "b": pd.Series([True, False]),
+            "n": pd.Series([1, None], dtype="Int64"), "s": pd.Series(["a", "b"]),
+            "o": pd.Series(["a", "b"], dtype=pd.CategoricalDtype(["a", "b"], ordered=True)),
+            "c": pd.Series([1, 2], dtype="category"), "B": pd.Series([True, None], dtype="boolean")}
+    kinds = {k: infer_kind(s) for k, s in cols.items()}
+    assert kinds == {"i": "numeric", "f": "numeric", "b": "nominal", "n": "numeric",
+                     "s": "nominal", "o": "ordinal", "c": "nominal", "B": "nominal"}
+    assert all(is_number(s) == (kinds[k] == "numeric") for k, s in cols.items())
 
 
 def test_truth_from_ids():

@@ -26,29 +26,106 @@ from .options import check_seed, parse_params, parse_percent
 
 
 def mask(df, method, columns=None, seed=None, **params):  # noqa: ANN001, ANN201
-    """Mask ``df`` with ``method`` (see :func:`linkrisk.masking.mask`)."""
+    """Mask ``df`` with ``method`` (:func:`linkrisk.masking.mask`; docs/methods.md, Masking
+    methods).
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        The original file.
+    method : str
+        A masking method (``linkrisk methods`` lists them): noise, mdav, rankswap, pram, ….
+    columns : sequence of str, optional
+        The columns to mask (default: those the method applies to).
+    seed : int or numpy.random.Generator, optional
+        Seed of every random step: same seed, same output.
+    **params
+        The method's parameters.
+
+    Returns
+    -------
+    pandas.DataFrame
+        A masked copy of ``df`` (same rows, index and columns).
+    """
     from .masking import mask as _mask
 
     return _mask(df, method, columns=columns, seed=seed, **params)
 
 
 def assess(original, masked, qi=None, attacks="all", **kw):  # noqa: ANN001, ANN201
-    """Every applicable attack and the risk/utility measures (see :func:`linkrisk.assess.assess`)."""
+    """Every applicable attack and the risk/utility measures of a release
+    (:func:`linkrisk.assessment.assess`; docs/methods.md, Measures).
+
+    Parameters
+    ----------
+    original, masked : pandas.DataFrame
+        The original file (what the attacker knows) and the release.
+    qi : str or sequence of str, optional
+        The quasi-identifiers (default: the common columns, leaving out id-like, weight-like
+        and unchanged ones).
+    attacks : str or sequence of str
+        ``"all"`` (every attack applicable to the QI kinds) or a list of attack names.
+    **kw
+        ``ids``, ``kinds``, ``rank_swap_p``, ``params``, ``seed``, ``max_risk``, ``weights``,
+        ``household`` …, as :func:`linkrisk.assessment.assess`.
+
+    Returns
+    -------
+    linkrisk.assessment.Assessment
+        The attack results, the skipped attacks with the reason, the measures (DLD, PLD,
+        RSLD, ID, IL, PIL, DR, Score) and the per-record risk.
+
+    References
+    ----------
+    Domingo-Ferrer, J. & Torra, V. (2001). A quantitative comparison of disclosure control
+    methods for microdata. In *Confidentiality, Disclosure and Data Access*.
+    """
     from .assessment import assess as _assess
 
     return _assess(original, masked, qi, attacks, **kw)
 
 
 def study(config, **kw):  # noqa: ANN001, ANN201
-    """Run a replicated study (see :func:`linkrisk.experiments.study`)."""
+    """Run a replicated study of masking methods × attacks (:func:`linkrisk.experiments.study`).
+
+    Parameters
+    ----------
+    config : str, pathlib.Path or mapping
+        A TOML/YAML path, a built-in study name or a parsed mapping.
+    **kw
+        ``data_dir``, ``out_dir``, ``replications``, ``processes``, ``quick``, ``force``,
+        ``progress``, as :func:`linkrisk.experiments.study`.
+
+    Returns
+    -------
+    linkrisk.experiments.StudyResult
+        ``rows`` (one per cell, replication and attack or measure), ``summary`` (mean, std
+        and 95 % interval per cell) and the files written.
+    """
     from .experiments import study as _study
 
     return _study(config, **kw)
 
 
 def choose(original, methods=None, **kw):  # noqa: ANN001, ANN201
-    """Sweep masking methods and recommend a release (see
-    :func:`linkrisk.experiments.choose.choose`)."""
+    """Sweep masking methods and recommend a release (:func:`linkrisk.experiments.choose.choose`;
+    docs/methods.md).
+
+    Parameters
+    ----------
+    original : str, pathlib.Path or pandas.DataFrame
+        The file to release (a path, a reference dataset name or a DataFrame).
+    methods : sequence of str, optional
+        Grid specs such as ``"rank_swap:p=2..20"`` (default: the methods of the data kind).
+    **kw
+        ``max_risk``, ``risk_attacks``, ``replications``, ``qi``, ``confidential``, ``seed``
+        …, as :func:`linkrisk.experiments.choose.choose`.
+
+    Returns
+    -------
+    linkrisk.experiments.choose.Choice
+        Every candidate with its risk and utility, and the recommendation.
+    """
     from .experiments.choose import choose as _choose
 
     return _choose(original, methods, **kw)

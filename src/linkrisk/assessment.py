@@ -23,19 +23,11 @@ from .attacks import (
     truth_description,
     why_not,
 )
-from .attacks.base import AttackResult, _plain
+from .attacks.base import AttackResult, plain
 from .attacks.settings import resolve_settings
 from .engine.nearest import Progress
 from .errors import LinkriskError, LinkriskWarning
-from .measures import (
-    disclosure_risk,
-    information_loss,
-    interval_disclosure,
-    per_record_risk,
-    pil,
-    score,
-    worst_case,
-)
+from .measures import numeric_measures, per_record_risk, worst_case
 
 #: attacks of ``attacks="all"`` by the kinds of the QIs
 NUMERIC_ATTACKS = ("dbrl", "dbrl2", "dbrl_l1", "mahalanobis", "mahalanobis0", "kernel",
@@ -85,10 +77,10 @@ class Assessment:
                                "correct_links": w.correct_links},
                 "attacks": [r.to_dict() for r in self.results.values()],
                 "skipped": dict(self.skipped),
-                "measures": {k: _plain(v) for k, v in self.measures.items()},
+                "measures": {k: plain(v) for k, v in self.measures.items()},
                 "records_at_risk": {f"max_risk>={t}": int((self.records["max_risk"] >= t).sum())
                                     for t in (0.5, 1.0)},
-                "settings": {k: _plain(v) for k, v in self.settings.items()},
+                "settings": {k: plain(v) for k, v in self.settings.items()},
                 "exceeds_max_risk": self.exceeds if self.max_risk is not None else None,
                 "notes": list(self.notes), "warnings": list(self.warnings),
                 "seconds": round(self.seconds, 3),
@@ -337,17 +329,7 @@ def _measures(original: pd.DataFrame, masked: pd.DataFrame, qi: list[str],
         notes.append("IL, PIL and ID compare records one to one; not computed because the "
                      "files have different sizes or the id columns do not pair every record")
         return out, notes
-    il = information_loss(original, masked, qi)
-    out.update({k: v for k, v in il.to_dict().items() if k != "skipped"})
-    if il.skipped:
-        notes.append("IL: " + "; ".join(il.skipped))
-    out.update(pil(original, masked, qi))
-    out["ID"] = interval_disclosure(original, masked, qi)
-    if "DLD" in out and "PLD" in out:
-        out["DR"] = disclosure_risk(out["DLD"], out["PLD"], out["ID"], out.get("RSLD"))
-        out["Score"] = score(out["IL"], out["DR"])
-    else:
-        notes.append("DR and Score need both dbrl and prl; not computed")
+    out.update(numeric_measures(original, masked, qi, rate, notes=notes))
     return out, notes
 
 
@@ -358,6 +340,20 @@ def _version() -> str:
 
 
 def records_at_risk(records: pd.DataFrame, top: int = 20) -> pd.DataFrame:
-    """The ``top`` most exposed records: highest best-attack probability, then share."""
+    """The ``top`` most exposed records: highest best-attack probability, then share.
+
+    Parameters
+    ----------
+    records : pandas.DataFrame
+        The per-record risk table (:func:`linkrisk.measures.per_record_risk`, an
+        assessment's ``records``).
+    top : int
+        How many records.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The ``top`` rows of ``records``, most exposed first.
+    """
     order = np.lexsort((-records["share"].to_numpy(), -records["max_risk"].to_numpy()))
     return records.iloc[order[:top]]

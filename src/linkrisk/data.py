@@ -19,7 +19,18 @@ KINDS = ("numeric", "ordinal", "nominal")
 
 
 def parse_columns(spec: str | Sequence[str] | None) -> list[str] | None:
-    """Accept ``"a,b,c"`` or a list of names; ``None``/empty means "not given"."""
+    """Column names given as ``"a,b,c"`` or as a list.
+
+    Parameters
+    ----------
+    spec : str or sequence of str, optional
+        The names.
+
+    Returns
+    -------
+    list of str or None
+        The names; ``None`` when ``spec`` is None or empty ("not given").
+    """
     if spec is None:
         return None
     if isinstance(spec, str):
@@ -59,7 +70,7 @@ def id_like(s: pd.Series, name: str) -> bool:
     n = len(s)
     if n < 10 or s.isna().any() or s.nunique() != n:
         return False
-    if not pd.api.types.is_numeric_dtype(s) or pd.api.types.is_bool_dtype(s):
+    if not is_number(s):
         return True
     v = s.to_numpy(dtype=np.float64)
     if not np.all(np.isfinite(v)) or not np.all(v == np.round(v)):
@@ -153,16 +164,41 @@ def select_qi(
     return cols
 
 
+def is_number(s: pd.Series) -> bool:
+    """Whether ``s`` holds numbers: a numeric dtype other than boolean (Categoricals, also
+    with numeric categories, are not numbers).
+
+    Parameters
+    ----------
+    s : pandas.Series
+        The column.
+
+    Returns
+    -------
+    bool
+        True exactly when :func:`infer_kind` returns ``"numeric"``.
+    """
+    return bool(pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s))
+
+
 def infer_kind(s: pd.Series) -> str:
-    """``ordinal`` for ordered Categoricals, ``nominal`` for other non-numeric columns,
-    ``numeric`` for numbers (booleans count as nominal)."""
+    """The attribute kind of a column, read from its dtype (the one rule of linkrisk: the
+    attacks, the measures and the masking methods all use it; docs/methods.md).
+
+    Parameters
+    ----------
+    s : pandas.Series
+        The column.
+
+    Returns
+    -------
+    str
+        ``ordinal`` for ordered Categoricals, ``nominal`` for other non-numeric columns,
+        ``numeric`` for numbers (booleans count as nominal).
+    """
     if isinstance(s.dtype, pd.CategoricalDtype):
         return "ordinal" if s.dtype.ordered else "nominal"
-    if pd.api.types.is_bool_dtype(s):
-        return "nominal"
-    if pd.api.types.is_numeric_dtype(s):
-        return "numeric"
-    return "nominal"
+    return "numeric" if is_number(s) else "nominal"
 
 
 def coded(s: pd.Series) -> bool:
@@ -215,7 +251,18 @@ def attribute_kinds(
 
 
 def parse_kinds(spec: str | Mapping[str, str] | None) -> dict[str, str]:
-    """Parse ``"a=ordinal,b=nominal"`` (CLI form) or pass a mapping through."""
+    """Parse attribute kinds: ``"a=ordinal,b=nominal"`` (CLI form) or a mapping.
+
+    Parameters
+    ----------
+    spec : str or mapping of str to str, optional
+        The kinds per column.
+
+    Returns
+    -------
+    dict of str to str
+        Column → kind (checked later by :func:`attribute_kinds`); empty when ``spec`` is None.
+    """
     if spec is None:
         return {}
     if isinstance(spec, Mapping):
@@ -232,35 +279,142 @@ def parse_kinds(spec: str | Mapping[str, str] | None) -> dict[str, str]:
     return out
 
 
-def numeric_matrix(df: pd.DataFrame, cols: Sequence[str], *, what: str = "file") -> np.ndarray:
-    """The QI columns as a C-contiguous float64 matrix, refusing non-numeric values and NaN
-    with a message naming the column and the first offending row."""
+def check_frame(df: object, caller: str, action: str) -> None:
+    """Refuse what is not a DataFrame with rows and unique column names, in one line.
+
+    Parameters
+    ----------
+    df : object
+        What the caller was given.
+    caller : str
+        Who needs it, for the message (``mask()`` …).
+    action : str
+        What there would be nothing to do on an empty file (``mask`` …).
+
+    Returns
+    -------
+    None
+        Raises :class:`~linkrisk.errors.LinkriskError` when the input is refused.
+    """
+    if not isinstance(df, pd.DataFrame):
+        raise LinkriskError(f"{caller} needs a pandas DataFrame, got {type(df).__name__}")
     if len(df) == 0:
+        raise LinkriskError(f"the file has no rows; nothing to {action}")
+    if df.columns.has_duplicates:
+        dup = df.columns[df.columns.duplicated()].unique().tolist()
+        raise LinkriskError(f"duplicate column names {dup}; rename them first")
+
+
+def check_columns(df: pd.DataFrame, columns: Sequence[str] | str,
+                  what: str = "columns") -> list[str]:
+    """Validate a list of column names of ``df``: not empty, present, no repeats.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        The file the columns belong to.
+    columns : sequence of str or str
+        The names (one name may be given as a string).
+    what : str
+        How the caller's argument is named in the message (``columns``, ``strata`` …).
+
+    Returns
+    -------
+    list of str
+        The names, as a list.
+    """
+    if isinstance(columns, str):
+        columns = [columns]
+    cols = list(columns)
+    if not cols:
+        raise LinkriskError(f"{what} is empty; name at least one column")
+    missing = [c for c in cols if c not in df.columns]
+    if missing:
+        raise LinkriskError(
+            f"{what}: no column named {', '.join(map(repr, missing))}; "
+            f"the file has {', '.join(map(str, df.columns))}"
+        )
+    if len(set(cols)) != len(cols):
+        raise LinkriskError(f"{what} names a column twice")
+    return cols
+
+
+def check_no_missing(df: pd.DataFrame, columns: Sequence[str], method: str) -> None:
+    """Refuse missing values (NaN/None/NA) in ``columns`` before masking them with
+    ``method``, naming every column that has one."""
+    bad = [c for c in columns if df[c].isna().any()]
+    if bad:
+        raise LinkriskError(
+            f"{method}: column(s) {', '.join(map(repr, bad))} contain missing values (NaN); "
+            "impute or drop those records before masking"
+        )
+
+
+def numeric_matrix(df: pd.DataFrame, cols: Sequence[str], *, what: str = "file",
+                   method: str | None = None) -> np.ndarray:
+    """The columns as a C-contiguous n×m float64 matrix, refusing values that are not
+    finite numbers with one line naming the column.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        The file.
+    cols : sequence of str
+        The columns, in the order of the matrix columns.
+    what : str
+        How the file is named in the messages of the linking path (``attacker's file`` …).
+    method : str, optional
+        The masking method asking (``noise`` …). Without it (the attacks and the measures)
+        a text column whose values all parse as numbers is read as numbers, and a
+        non-numeric value, a missing or an infinite value is refused naming its first row;
+        an empty file is refused. With it (the masking methods, which release what they
+        read) only numeric columns (:func:`is_number`) are accepted, and the message names
+        every offending column and points to the categorical methods.
+
+    Returns
+    -------
+    numpy.ndarray
+        float64, shape (len(df), len(cols)).
+    """
+    if method is not None:
+        bad = [c for c in cols if not is_number(df[c])]
+        if bad:
+            raise LinkriskError(
+                f"{method} masks numeric attributes only, but {', '.join(map(repr, bad))} "
+                f"{'is' if len(bad) == 1 else 'are'} not numeric; pass columns= with numeric "
+                "columns (or use a categorical method: pram, top_coding, bottom_coding, "
+                "global_recoding)"
+            )
+        check_no_missing(df, cols, method)
+    elif len(df) == 0:
         raise LinkriskError(f"the {what} has no rows")
     out = np.empty((len(df), len(cols)), dtype=np.float64)
     for j, c in enumerate(cols):
         s = df[c]
-        if not (pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s)):
+        if not is_number(s):  # only on the linking path: masking refused it above
             conv = pd.to_numeric(s, errors="coerce")
-            bad = conv.isna() & s.notna()
-            if bad.any():
-                i = int(np.flatnonzero(bad.to_numpy())[0])
+            bad_rows = conv.isna() & s.notna()
+            if bad_rows.any():
+                i = int(np.flatnonzero(bad_rows.to_numpy())[0])
                 raise LinkriskError(
                     f"column {c!r} of the {what} is not numeric (row {i}: {s.iloc[i]!r}); "
                     "this attack needs numeric QIs: choose numeric columns with --qi"
                 )
             s = conv
         v = s.to_numpy(dtype=np.float64, na_value=np.nan)
-        if np.isnan(v).any():
+        if np.isnan(v).any():  # only on the linking path: masking refused it above
             i = int(np.flatnonzero(np.isnan(v))[0])
             raise LinkriskError(
                 f"column {c!r} of the {what} has missing values (first at row {i}); "
                 "impute or drop them before linking"
             )
-        if not np.isfinite(v).all():
+        if method is None and not np.isfinite(v).all():
             i = int(np.flatnonzero(~np.isfinite(v))[0])
             raise LinkriskError(f"column {c!r} of the {what} has an infinite value at row {i}")
         out[:, j] = v
+    if method is not None and not np.isfinite(out).all():
+        bad = [c for j, c in enumerate(cols) if not np.isfinite(out[:, j]).all()]
+        raise LinkriskError(f"{method}: column(s) {bad} contain infinite values; remove them first")
     return out
 
 

@@ -104,8 +104,19 @@ REFERENCE: dict[str, Reference] = {r.name: r for r in [
 
 
 def resolve_data_dir(path: str | os.PathLike | None = None) -> Path | None:
-    """The override folder: the argument, else ``$LINKRISK_DATA``, else ``None`` (the
-    packaged files). A folder that is named but does not exist is an error."""
+    """The folder that overrides the packaged reference files.
+
+    Parameters
+    ----------
+    path : str or os.PathLike, optional
+        The folder; default ``$LINKRISK_DATA``.
+
+    Returns
+    -------
+    pathlib.Path or None
+        The folder, or ``None`` (use the packaged files). A folder that is named but does not
+        exist raises :class:`~linkrisk.errors.LinkriskError`.
+    """
     p = path if path is not None else os.environ.get("LINKRISK_DATA") or None
     if p is None:
         return None
@@ -125,8 +136,20 @@ def _reference(name: str) -> Reference:
 
 
 def locate(name: str, data_dir: str | os.PathLike | None = None) -> str:
-    """Where ``load(name, data_dir)`` reads from: a file of the override folder or
-    ``package:linkrisk/reference/NAME.csv.gz``."""
+    """Where ``load(name, data_dir)`` reads from.
+
+    Parameters
+    ----------
+    name : str
+        A reference file name (:data:`REFERENCE`).
+    data_dir : str or os.PathLike, optional
+        The override folder (:func:`resolve_data_dir`).
+
+    Returns
+    -------
+    str
+        A file of the override folder, or ``package:linkrisk/reference/NAME.csv.gz``.
+    """
     ref = _reference(name)
     d = resolve_data_dir(data_dir)
     if d is None:
@@ -156,13 +179,33 @@ def load(name: str, data_dir: str | os.PathLike | None = None, *, raw: bool = Fa
 
     By default only the attributes the literature uses are returned, typed for linkage:
     Census and Tarragona as float64; EIA's 10 numeric attributes renamed ``v1..v10``;
-    Household's and Adult's 8 categorical QIs as (nominal) pandas Categoricals.
-    ``raw=True`` returns the whole file as read. ``distinct=True`` keeps the distinct
-    records of the returned attributes in order of their first occurrence in the file,
-    indexed 0..d-1: the deduplicated files of the global-linkage literature (Household: 493
-    records on its 8 QIs, Adult: 8,688). The files ship with linkrisk; ``data_dir`` (else
-    ``$LINKRISK_DATA``) names a folder that overrides them. Sources and licences:
-    ``docs/datasets.md``.
+    Household's and Adult's 8 categorical QIs as (nominal) pandas Categoricals. The files
+    ship with linkrisk. Sources and licences: ``docs/datasets.md``.
+
+    Parameters
+    ----------
+    name : str
+        The reference file (case does not matter).
+    data_dir : str or os.PathLike, optional
+        A folder whose ``NAME.csv`` (or ``NAME.csv.gz``) overrides the packaged file; default
+        ``$LINKRISK_DATA``, else the packaged files (:func:`resolve_data_dir`).
+    raw : bool
+        Return the whole file as read.
+    distinct : bool
+        Keep the distinct records of the returned attributes in order of their first
+        occurrence, indexed 0..d-1: the deduplicated files of the global-linkage literature
+        (Household: 493 records on its 8 QIs, Adult: 8,688). Not with ``raw``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The file, indexed 0..n-1.
+
+    References
+    ----------
+    Brand, R., Domingo-Ferrer, J. & Mateo-Sanz, J. M. (2002). Reference data sets to test
+    and compare SDC methods for protection of numerical microdata. CASC project report
+    (Census, EIA, Tarragona); docs/datasets.md gives every file's source.
     """
     ref = _reference(name)
     if raw and distinct:
@@ -201,7 +244,20 @@ def load(name: str, data_dir: str | os.PathLike | None = None, *, raw: bool = Fa
 
 
 def checksum(name: str, data_dir: str | os.PathLike | None = None) -> str:
-    """SHA-256 of the uncompressed CSV that ``load`` reads (compare ``REFERENCE[name].sha256``)."""
+    """SHA-256 of the uncompressed CSV that :func:`load` reads.
+
+    Parameters
+    ----------
+    name : str
+        A reference file name.
+    data_dir : str or os.PathLike, optional
+        The override folder (:func:`resolve_data_dir`).
+
+    Returns
+    -------
+    str
+        The hex digest; compare ``REFERENCE[name].sha256``.
+    """
     ref = _reference(name)
     where = locate(ref.name, data_dir)
     if where.startswith("package:"):
@@ -221,7 +277,21 @@ def synthetic(n: int = 2000, m: int = 8, seed: int | None = 0) -> pd.DataFrame:
     A Gaussian copula with a random factor-model correlation (two latent factors) drives
     log-normal marginals of different skewness; about a third of the attributes are
     zero-inflated (many exact zeros, as with capital income or tax items) and all are rounded
-    to whole units, so files contain ties like real ones. Same ``seed``, same file.
+    to whole units, so files contain ties like real ones.
+
+    Parameters
+    ----------
+    n : int
+        Number of records (at least 2).
+    m : int
+        Number of attributes (at least 1).
+    seed : int, optional
+        Seed of ``numpy.random.default_rng``; same seed, same file.
+
+    Returns
+    -------
+    pandas.DataFrame
+        float64 columns ``v1..vm``.
     """
     if n < 2 or m < 1:
         raise LinkriskError("synthetic data needs n >= 2 records and m >= 1 attributes")

@@ -71,6 +71,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .data import is_number
 from .errors import LinkriskError
 
 META_KEY = "linkrisk_meta"
@@ -104,9 +105,21 @@ def read_input(spec: str | os.PathLike, data_dir: str | os.PathLike | None = Non
                ) -> pd.DataFrame:
     """Read one input given on the command line.
 
-    ``-`` reads CSV from stdin; an existing path is read by :func:`read_table`; otherwise a
-    reference dataset name (``linkrisk.datasets.REFERENCE``) returns
-    ``linkrisk.datasets.load(spec, data_dir)``. Anything else is "file not found".
+    Parameters
+    ----------
+    spec : str or os.PathLike
+        ``-`` reads CSV from stdin; an existing path is read by :func:`read_table` (CSV and
+        its compressed forms, Parquet, Stata, SPSS, SAS); otherwise a reference
+        dataset name (``linkrisk.datasets.REFERENCE``) returns
+        ``linkrisk.datasets.load(spec, data_dir)``. Anything else is "file not found".
+    data_dir : str or os.PathLike, optional
+        The folder that overrides the packaged reference files
+        (:func:`linkrisk.datasets.resolve_data_dir`).
+
+    Returns
+    -------
+    pandas.DataFrame
+        The file as read.
     """
     from . import datasets
 
@@ -536,7 +549,7 @@ def _read_readstat(p: Path, fmt: str) -> pd.DataFrame:
         if labels:
             info["labels"] = [[k, v] for k, v in labels.items()]
         s = df[c]
-        if pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s):
+        if is_number(s):
             cat = _labelled_categorical(s, labels, measure)
             if cat is not None:
                 df[c] = cat[0]

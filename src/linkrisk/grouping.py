@@ -9,11 +9,11 @@ SUDA2's minimal sample uniques are both built on it); ``row_groups`` numbers who
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from .data import check_frame
 from .errors import LinkriskError
 
 
@@ -63,13 +63,6 @@ def subset_walk(codes: np.ndarray, size: np.ndarray,
 
 
 # ---------------------------------------------------------------- key patterns and f_k
-def check_frame(df: Any) -> None:
-    if not isinstance(df, pd.DataFrame):
-        raise LinkriskError(f"expected a pandas DataFrame, got {type(df).__name__}")
-    if len(df) == 0:
-        raise LinkriskError("the file has no rows")
-
-
 def key_names(df: pd.DataFrame, keys: Sequence[str] | str) -> list[str]:
     if isinstance(keys, str):
         keys = [keys]
@@ -88,7 +81,7 @@ def key_names(df: pd.DataFrame, keys: Sequence[str] | str) -> list[str]:
 def key_codes(df: pd.DataFrame, keys: Sequence[str] | str) -> tuple[np.ndarray, np.ndarray]:
     """(codes, size): the key columns as an n×m int64 matrix of category codes 0..size_j−1,
     −1 where the value is missing (NaN/None/NA: suppressed)."""
-    check_frame(df)
+    check_frame(df, "the frequency measures", "measure")
     keys = key_names(df, keys)
     codes = np.empty((len(df), len(keys)), np.int64)
     size = np.empty(len(keys), np.int64)

@@ -33,7 +33,18 @@ def parse_size(text: str | int | float) -> int:
 
 
 def parse_percent(text: str | float) -> float:
-    """A share in percent from ``'5%'``, ``'5'`` or ``'0.5 %'``; must lie in (0, 100]."""
+    """A share in percent from ``'5%'``, ``'5'`` or ``'0.5 %'``.
+
+    Parameters
+    ----------
+    text : str or float
+        The percentage; it must lie in (0, 100].
+
+    Returns
+    -------
+    float
+        The value in %.
+    """
     s = str(text).strip().rstrip("%").strip()
     try:
         v = float(s)
@@ -62,7 +73,18 @@ def parse_value(v: str) -> Any:
 
 
 def parse_params(items: Sequence[str] | None) -> dict[str, Any]:
-    """``["d=3", "metric=l1"]`` → ``{"d": 3, "metric": "l1"}``."""
+    """Parse ``--param`` items: ``["d=3", "metric=l1"]`` → ``{"d": 3, "metric": "l1"}``.
+
+    Parameters
+    ----------
+    items : sequence of str, optional
+        ``name=value`` items; values that read as int or float become numbers.
+
+    Returns
+    -------
+    dict of str to object
+        The parameters, in the order given.
+    """
     params: dict[str, Any] = {}
     for item in items or []:
         if "=" not in item or not item.split("=", 1)[0].strip():
@@ -73,7 +95,18 @@ def parse_params(items: Sequence[str] | None) -> dict[str, Any]:
 
 
 def check_seed(seed: Any) -> int:
-    """A seed must be a non-negative integer (numpy's generators refuse negative ones)."""
+    """Check a seed: a non-negative integer (numpy's generators refuse negative ones).
+
+    Parameters
+    ----------
+    seed : object
+        The seed given.
+
+    Returns
+    -------
+    int
+        The seed as an int; anything else raises :class:`~linkrisk.errors.LinkriskError`.
+    """
     if isinstance(seed, bool) or not isinstance(seed, (int,)) and not (
             hasattr(seed, "__index__")):
         raise LinkriskError(f"the seed must be a non-negative integer, got {seed!r}")

@@ -113,3 +113,37 @@ def test_bad_inputs(pair):
         interval_disclosure(pd.DataFrame({"s": ["a", "b", "c"]}), pd.DataFrame({"s": ["a", "b", "c"]}))
     with pytest.raises(LinkriskError):
         worst_case([])
+
+
+def test_release_measures_assemble_the_single_measures(pair):
+    """numeric_measures (used by assess and the study runner alike) is the single measures
+    put together: IL1–IL5/IL, PIL(·), ID, DR, Score; asked by name it computes only what
+    the names need and raises when DR lacks its attacks."""
+    from linkrisk.measures import categorical_measures, numeric_measures
+
+    x, y = pair
+    cols = list("abcd")
+    rates = {"dbrl": 40.0, "prl": 30.0, "rsrl": 20.0, "kernel": 99.0}
+    notes: list[str] = []
+    out = numeric_measures(x, y, cols, rates, notes=notes)
+    il, p, idd = information_loss(x, y, cols), pil(x, y, cols), interval_disclosure(x, y, cols)
+    want = {**{k: v for k, v in il.to_dict().items() if k != "skipped"}, **p, "ID": idd}
+    want["DR"] = (20.0 + 40.0 + 30.0) / 6 + 0.5 * idd
+    want["Score"] = (il.il + want["DR"]) / 2
+    assert list(out) == list(want) and out == want and notes == []
+    # by name: ID alone needs no information loss; DR without prl raises, with None a note
+    assert set(numeric_measures(x, y, cols, rates, {"ID"})) == {"ID"}
+    with pytest.raises(LinkriskError, match="need the dbrl and prl"):
+        numeric_measures(x, y, cols, {"dbrl": 1.0}, {"DR"})
+    out = numeric_measures(x, y, cols, {"dbrl": 1.0}, notes=notes)
+    assert "DR" not in out and "ID" in out and notes == ["DR and Score need both dbrl and prl; not computed"]
+    # categorical: DR = (DLD_hamming + PLD)/2, no PIL/ID
+    c = pd.DataFrame({"u": list("aabbc") * 4})
+    d = c.copy()
+    d.loc[:3, "u"] = "c"
+    got = categorical_measures(c, d, ["u"], {"dbrl_hamming": 50.0, "prl": 30.0}, {"DR"})
+    assert got == {"DR": 40.0}
+    got = categorical_measures(c, d, ["u"], {"dbrl_hamming": 50.0, "prl": 30.0}, {"Score"})
+    assert got["Score"] == pytest.approx((got["IL"] + 40.0) / 2) and got["IL"] > 0
+    with pytest.raises(LinkriskError, match="numeric attributes only"):
+        categorical_measures(c, d, ["u"], {}, {"ID"})

@@ -32,8 +32,19 @@ GLOBAL_MAX_N = 20_000
 
 
 def resolve_methods(methods: str | Sequence[str]) -> list[str]:
-    """Split ``"dbrl,rbrl_max"`` or take a list of names, and check every name. ``"all"``
-    returns every registered attack; :func:`applicable` narrows that to the files."""
+    """Split ``"dbrl,rbrl_max"`` or take a list of names, and check every name.
+
+    Parameters
+    ----------
+    methods : str or sequence of str
+        Attack names (``ATTACKS``), comma-separated or as a list, or ``"all"``.
+
+    Returns
+    -------
+    list of str
+        The names; ``"all"`` returns every registered attack (:func:`applicable` narrows that
+        to the files).
+    """
     if not isinstance(methods, str) and not (
             isinstance(methods, Sequence) and all(isinstance(m, str) for m in methods)):
         raise LinkriskError(f"method must be an attack name, 'a,b' or a list of names, "
@@ -363,6 +374,12 @@ def attack(
         attacks share one validated context (column checks, truth, kinds, the row-order
         check and the numeric conversion are done once); each result equals the one
         method's separate call bit for bit. Definitions: docs/methods.md, Attacks.
+
+    References
+    ----------
+    Domingo-Ferrer, J. & Torra, V. (2001). A quantitative comparison of disclosure control
+    methods for microdata (distance-based and probabilistic record linkage). Each attack's
+    paper: docs/methods.md, Attacks.
     """
     if errors not in ("raise", "collect"):
         raise LinkriskError(f"errors must be 'raise' or 'collect', got {errors!r}")

@@ -175,9 +175,9 @@ class AttackResult:
         out = {"method": self.method, "n": self.n, "n_released": self.n_released,
                "correct_links": float(self.correct_links), "rate": float(self.rate),
                "qi": list(self.qi), "direction": self.direction,
-               "params": {k: _plain(v) for k, v in self.params.items()},
+               "params": {k: plain(v) for k, v in self.params.items()},
                "seconds": round(self.seconds, 4)}
-        out.update({k: _plain(v) for k, v in self.extra.items()})
+        out.update({k: plain(v) for k, v in self.extra.items()})
         return out
 
     def __repr__(self) -> str:
@@ -185,13 +185,26 @@ class AttackResult:
                 f"correct_links={self.correct_links:.2f}, rate={self.rate:.4f})")
 
 
-def _plain(v: Any) -> Any:
+def plain(v: Any) -> Any:
+    """A value as plain JSON-able Python: numpy scalars become Python numbers, arrays,
+    lists and tuples become lists (element by element); anything else is returned as is.
+
+    Parameters
+    ----------
+    v : object
+        A parameter, measure or setting value.
+
+    Returns
+    -------
+    object
+        ``v`` without numpy types.
+    """
     if isinstance(v, np.generic):
         return v.item()
     if isinstance(v, np.ndarray):
         return v.tolist()
     if isinstance(v, (list, tuple)):
-        return [_plain(x) for x in v]
+        return [plain(x) for x in v]
     return v
 
 

@@ -10,7 +10,8 @@ replication r it records
   (mean of IL1..IL5 × 100); categorical files the entropy-based loss
   100·mean_j H(X_j | Y_j)/H(X_j) (:func:`linkrisk.measures.categorical_information_loss`);
 * **risk** — the worst-case re-identification rate in %: max over the risk attacks of the
-  attack's correct-link rate (SPEC §3, "worst-case risk = max over all attacks run");
+  attack's correct-link rate (docs/methods.md, Measures: "Worst-case and per-record
+  risk");
 * **DR** — numeric: 0.25·DLD + 0.25·PLD + 0.5·ID, or (RSLD + DLD + PLD)/6 + 0.5·ID for rank
   swaps (Domingo-Ferrer & Torra 2001; Nin, Herranz & Torra 2008); categorical:
   (DLD + PLD)/2 with DLD the Hamming-distance linkage rate;
@@ -60,6 +61,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..data import is_number
 from ..errors import LinkriskError
 
 #: values of ``a..b`` without a step
@@ -158,7 +160,18 @@ class MethodGrid:
 
 
 def parse_method(spec: str) -> MethodGrid:
-    """Parse ``METHOD[:PARAM=GRID[/PARAM=GRID…]]`` (see the module docstring)."""
+    """Parse a method grid ``METHOD[:PARAM=GRID[/PARAM=GRID…]]`` (see the module docstring).
+
+    Parameters
+    ----------
+    spec : str
+        E.g. ``"rank_swap:p=2..20"``, ``"microaggregation_ir:k=3,5,10"``.
+
+    Returns
+    -------
+    MethodGrid
+        The method and the values of each swept parameter.
+    """
     from ..masking import METHODS
 
     method, _, rest = spec.strip().partition(":")
@@ -227,7 +240,18 @@ def default_methods(kind: str, *, ordered: bool, confidential: Sequence[str] | N
 
 
 def parse_percent(text: str | float | None) -> float | None:
-    """``"5%"``, ``"5"`` or ``5`` → 5.0 (a percentage in [0, 100])."""
+    """Parse a percentage: ``"5%"``, ``"5"`` or ``5`` → 5.0.
+
+    Parameters
+    ----------
+    text : str or float, optional
+        The percentage, in [0, 100].
+
+    Returns
+    -------
+    float or None
+        The value in %, ``None`` when ``text`` is None.
+    """
     if text is None:
         return None
     s = str(text).strip().rstrip("%").strip()
@@ -355,7 +379,18 @@ class Choice:
 
 
 def sidecar_path(path: str | Path) -> Path:
-    """Where :meth:`Choice.write_release` puts the JSON sidecar of ``path``."""
+    """Where :meth:`Choice.write_release` puts the JSON sidecar of ``path``.
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        The released file.
+
+    Returns
+    -------
+    pathlib.Path
+        ``path`` with ``.json`` appended to its name.
+    """
     p = Path(path)
     return p.with_name(p.name + ".json")
 
@@ -411,8 +446,7 @@ def load_original(original: str | Path | pd.DataFrame, data_dir: str | Path | No
 
 def data_kind(df: pd.DataFrame, cols: Sequence[str]) -> str:
     """``numeric`` if every QI is numeric, ``categorical`` if none is, else ``mixed``."""
-    num = [pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c])
-           for c in cols]
+    num = [is_number(df[c]) for c in cols]
     return "numeric" if all(num) else "categorical" if not any(num) else "mixed"
 
 
@@ -457,15 +491,71 @@ def choose(
     Returns a :class:`Choice`; the rule is :func:`recommend`. See docs/methods.md."""
     from ..assessment import applicable_attacks
     from ..attacks import resolve_methods
-    from ..data import attribute_kinds, parse_columns
-    from ..masking import METHODS
-    from .config import AttackSpec, DatasetSpec, MaskingSpec, Study
+    from ..data import attribute_kinds
+    from .config import DatasetSpec, Study
     from .runner import default_processes, expand, run_tasks
 
     lim = parse_percent(max_risk)
     if int(replications) < 1:
         raise LinkriskError("replications must be at least 1")
     df, name = load_original(original, data_dir)
+    notes: list[str] = []
+    qis, conf, qi_given = _choose_qis(df, name, qi, confidential, notes)
+    if ordered:
+        df = df.apply(lambda s: s.cat.as_ordered() if isinstance(s.dtype, pd.CategoricalDtype)
+                      else s.astype("category").cat.as_ordered()
+                      if s.name in qis and not pd.api.types.is_numeric_dtype(s) else s)
+    kind = data_kind(df, qis)
+    if kind == "mixed":
+        raise LinkriskError("the QIs mix numeric and categorical attributes; choose one kind "
+                            "with --qi (choose compares methods of one kind)")
+    grids = _choose_grids(methods, kind, ordered, conf, notes)
+
+    kinds = attribute_kinds(df, qis)
+    n = len(df)
+    if risk_attacks is None:
+        chosen_base = applicable_attacks(kinds, n, n, None)
+    else:
+        chosen_base = resolve_methods(risk_attacks)
+    needed = ["dbrl", "prl"] if kind == "numeric" else ["dbrl_hamming", "prl"]
+    metric = "euclidean" if kind == "numeric" else "hamming"
+
+    cache, data_name, digest = _cache_data(df, cache_dir)
+    # the QIs are masked and measured (IL); other columns (confidential ones) pass through
+    ds = DatasetSpec(data_name, "original", qi=qis, columns=qis)
+
+    masking, risk_by_label = _sweep(grids, chosen_base, needed, metric,
+                                    default_risk=risk_attacks is None, notes=notes)
+
+    study_ = Study("choose", f"choose a protection for {name}", int(seed), int(replications),
+                   [ds], masking, [], None, ["IL", "DR", "Score"], "<choose>")
+    tasks = expand(study_, str(cache.resolve()), int(replications))
+    rows, cached = run_tasks(tasks, cache / "runs", processes or default_processes(),
+                             progress)
+    points = _points(rows, masking, risk_by_label, tasks)
+    settings = {"original": name, "rows": n, "kind": kind, "qi": qis, "qi_given": qi_given,
+                "confidential": conf, "ordered": ordered, "max_risk": lim,
+                "risk_attacks": "default" if risk_attacks is None else ",".join(chosen_base),
+                "replications": int(replications), "seed": int(seed),
+                "methods": [g.label() for g in grids], "data_sha1": digest,
+                "rule": RULE_WITH_LIMIT if lim is not None else RULE_SCORE,
+                "linkrisk": _version()}
+    settings["command"] = reproduce_command(settings)
+    rec, closest, reasons, suggestion = recommend(points, lim)
+    points = _verdicts(points, rec, closest, lim)
+    notes += _failure_notes(rows)
+    return Choice(points, rec, closest, reasons, suggestion, rows, settings, notes, cached,
+                  len(tasks), df)
+
+
+def _choose_qis(df: pd.DataFrame, name: str, qi: str | Sequence[str] | None,
+                confidential: str | Sequence[str] | None, notes: list[str]
+                ) -> tuple[list[str], list[str], bool]:
+    """Stage 1 of :func:`choose`: (QIs, confidential columns, whether the QIs were given).
+    Without ``qi`` the default QIs of assess: every column but the confidential ones,
+    id-like and weight-like columns left out with a note."""
+    from ..data import parse_columns, select_qi
+
     conf = parse_columns(confidential) or []
     qi_list = parse_columns(qi)
     missing = [c for c in (qi_list or []) + conf if c not in df.columns]
@@ -475,25 +565,22 @@ def choose(
     if qi_list and set(qi_list) & set(conf):
         raise LinkriskError(f"{sorted(set(qi_list) & set(conf))[0]!r} is both a QI and "
                             "confidential")
-    qi_given = qi_list is not None
-    notes: list[str] = []
     if qi_list:
         qis = qi_list
-    else:  # the default QIs of assess: id-like and weight-like columns left out, with a note
-        from ..data import select_qi
-
+    else:
         rest = df[[c for c in df.columns if c not in conf]]
         qis = select_qi(rest, rest, None, screen=True, notes=notes) if rest.shape[1] else []
     if not qis:
         raise LinkriskError("no QI columns left")
-    if ordered:
-        df = df.apply(lambda s: s.cat.as_ordered() if isinstance(s.dtype, pd.CategoricalDtype)
-                      else s.astype("category").cat.as_ordered()
-                      if s.name in qis and not pd.api.types.is_numeric_dtype(s) else s)
-    kind = data_kind(df, qis)
-    if kind == "mixed":
-        raise LinkriskError("the QIs mix numeric and categorical attributes; choose one kind "
-                            "with --qi (choose compares methods of one kind)")
+    return qis, conf, qi_list is not None
+
+
+def _choose_grids(methods: Sequence[str | MethodGrid] | None, kind: str, ordered: bool,
+                  conf: list[str], notes: list[str]) -> list[MethodGrid]:
+    """Stage 2 of :func:`choose`: the method grids (given or the defaults of the data
+    kind), checked against the kind, the confidential columns filled in, no repeats."""
+    from ..masking import METHODS
+
     if methods:
         grids = [m if isinstance(m, MethodGrid) else parse_method(m) for m in methods]
     else:
@@ -512,17 +599,13 @@ def choose(
     dup = [x for x in labels if labels.count(x) > 1]
     if dup:
         raise LinkriskError(f"--method {dup[0]!r} is given twice")
+    return grids
 
-    kinds = attribute_kinds(df, qis)
-    n = len(df)
-    if risk_attacks is None:
-        chosen_base = applicable_attacks(kinds, n, n, None)
-    else:
-        chosen_base = resolve_methods(risk_attacks)
-    needed = ["dbrl", "prl"] if kind == "numeric" else ["dbrl_hamming", "prl"]
-    metric = "euclidean" if kind == "numeric" else "hamming"
 
-    # the data the workers read: content-addressed, so a changed file never hits the cache
+def _cache_data(df: pd.DataFrame, cache_dir: str | Path | None) -> tuple[Path, str, str]:
+    """Stage 3 of :func:`choose`: the data the workers read, stored content-addressed in
+    the cache folder (so a changed file never hits the cache): (cache folder, file name
+    relative to it, the data's digest)."""
     cache = Path(cache_dir) if cache_dir is not None else Path(".linkrisk-cache")
     cache.mkdir(parents=True, exist_ok=True)
     digest = _frame_hash(df)
@@ -535,8 +618,16 @@ def choose(
         tmp = data_path.with_name(data_path.name + ".tmp")
         df.to_pickle(tmp)
         tmp.replace(data_path)
-    # the QIs are masked and measured (IL); other columns (confidential ones) pass through
-    ds = DatasetSpec(data_name, "original", qi=qis, columns=qis)
+    return cache, data_name, digest
+
+
+def _sweep(grids: list[MethodGrid], chosen_base: list[str], needed: list[str], metric: str,
+           *, default_risk: bool, notes: list[str]) -> tuple[list[Any], dict[str, list[str]]]:
+    """Stage 4 of :func:`choose`: one study masking spec per method and fixed setting
+    (its first parameter is swept), with the attacks that give its worst-case risk
+    (``rsrl``/``rsrl_union`` only for a rank swap with a known p) plus those DR needs;
+    and the risk attacks of each label."""
+    from .config import AttackSpec, MaskingSpec
 
     masking: list[MaskingSpec] = []
     risk_by_label: dict[str, list[str]] = {}
@@ -549,7 +640,7 @@ def choose(
                                        if k != "confidential")
             chosen = list(chosen_base)
             if g.method in RANK_SWAPS and swept == "p":
-                if risk_attacks is None:
+                if default_risk:
                     chosen += ["rsrl", "rsrl_union"]
             else:
                 dropped = [a for a in chosen if a in ("rsrl", "rsrl_union")]
@@ -573,30 +664,19 @@ def choose(
                                        None, attacks, label))
     if not masking:
         raise LinkriskError("no masking method to sweep")
+    return masking, risk_by_label
 
-    study_ = Study("choose", f"choose a protection for {name}", int(seed), int(replications),
-                   [ds], masking, [], None, ["IL", "DR", "Score"], "<choose>")
-    tasks = expand(study_, str(cache.resolve()), int(replications))
-    rows, cached = run_tasks(tasks, cache / "runs", processes or default_processes(),
-                             progress)
-    points = _points(rows, masking, risk_by_label, tasks)
-    settings = {"original": name, "rows": n, "kind": kind, "qi": qis, "qi_given": qi_given,
-                "confidential": conf, "ordered": ordered, "max_risk": lim,
-                "risk_attacks": "default" if risk_attacks is None else ",".join(chosen_base),
-                "replications": int(replications), "seed": int(seed),
-                "methods": [g.label() for g in grids], "data_sha1": digest,
-                "rule": RULE_WITH_LIMIT if lim is not None else RULE_SCORE,
-                "linkrisk": _version()}
-    settings["command"] = reproduce_command(settings)
-    rec, closest, reasons, suggestion = recommend(points, lim)
-    points = _verdicts(points, rec, closest, lim)
+
+def _failure_notes(rows: pd.DataFrame) -> list[str]:
+    """Stage 5 of :func:`choose`: one note per attack and error that did not run on some
+    points (those points' worst case leaves it out)."""
+    notes = []
     failed = rows[rows["error"].fillna("") != ""] if "error" in rows else rows.iloc[:0]
     for (att, msg), g in failed.groupby(["name", "error"], sort=False):
         where = ", ".join(dict.fromkeys(f"{m} {_fmt(v)}" for m, v in zip(g["masking"], g["value"],
                                                                       strict=True)))
         notes.append(f"{att} did not run on {where} (left out of the worst case there): {msg}")
-    return Choice(points, rec, closest, reasons, suggestion, rows, settings, notes, cached,
-                  len(tasks), df)
+    return notes
 
 
 RULE_WITH_LIMIT = ("feasible: upper 95 % bound of worst-case risk ≤ the limit; among them the "

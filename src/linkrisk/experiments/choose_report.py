@@ -17,7 +17,13 @@ if TYPE_CHECKING:
 
 
 def require_matplotlib() -> None:
-    """Fail early, with the install command, when matplotlib is missing."""
+    """Fail early, with the install command, when matplotlib is missing.
+
+    Returns
+    -------
+    None
+        Raises :class:`~linkrisk.errors.LinkriskError` when matplotlib cannot be imported.
+    """
     try:
         import matplotlib  # noqa: F401
     except ImportError as exc:

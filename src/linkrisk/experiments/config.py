@@ -20,9 +20,7 @@ from ..attacks import ATTACKS, attack_params
 from ..datasets import REFERENCE
 from ..errors import LinkriskError
 from ..masking import METHODS
-
-#: measures a study can add to each replication (docs/methods.md, Measures)
-MEASURES = ("IL", "PIL", "ID", "DR", "Score")
+from ..measures import MEASURES
 
 
 def builtin_names() -> list[str]:

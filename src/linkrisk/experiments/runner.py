@@ -199,50 +199,19 @@ def _attacker_file(orig: pd.DataFrame, rel: pd.DataFrame, task: Task) -> pd.Data
 
 def _measure_rows(orig: pd.DataFrame, rel: pd.DataFrame, task: Task, rates: dict[str, float],
                   base: dict[str, Any]) -> list[dict[str, Any]]:
-    from ..measures import disclosure_risk, information_loss, interval_disclosure, pil, score
+    """The study's measure rows: numeric attributes through
+    :func:`~linkrisk.measures.release.numeric_measures` (as ``assess``), categorical ones
+    (no numeric attribute masked) through
+    :func:`~linkrisk.measures.release.categorical_measures`."""
+    from ..measures import categorical_measures, numeric_measures
 
     masked_cols = list(task.dataset.columns or orig.columns)
     cols = [c for c in masked_cols if pd.api.types.is_numeric_dtype(orig[c])]
-    out: dict[str, float] = {}
     want = set(task.measures)
-    if not cols:  # categorical attributes: entropy-based IL, DR from the two linkages
-        return _categorical_measure_rows(orig, rel, task, rates, base, masked_cols)
-    if want & {"IL", "Score"}:
-        out["IL"] = information_loss(orig, rel, cols).il
-    if "PIL" in want:
-        out["PIL"] = pil(orig, rel, cols)["PIL"]
-    if want & {"ID", "DR", "Score"}:
-        out["ID"] = interval_disclosure(orig, rel, cols)
-    if want & {"DR", "Score"}:
-        if "dbrl" not in rates or "prl" not in rates:
-            raise LinkriskError("DR and Score need the dbrl and prl attacks in the study")
-        out["DR"] = disclosure_risk(rates["dbrl"], rates["prl"], out["ID"], rates.get("rsrl"))
-        if "Score" in want:
-            out["Score"] = score(out["IL"], out["DR"])
-    return [{**base, "qi": task.qi_sets[-1][0], "kind": "measure", "name": k, "result": v, "seconds": 0.0,
-             "error": ""} for k, v in out.items() if k in want]
-
-
-def _categorical_measure_rows(orig: pd.DataFrame, rel: pd.DataFrame, task: Task,
-                              rates: dict[str, float], base: dict[str, Any],
-                              cols: list[str]) -> list[dict[str, Any]]:
-    """IL = entropy-based loss (``categorical_information_loss``); DR = (DLD + PLD)/2 with
-    DLD the rate of ``dbrl_hamming`` (no interval disclosure for categories);
-    Score = (IL + DR)/2."""
-    from ..measures import categorical_information_loss, score
-
-    want = set(task.measures)
-    if want & {"PIL", "ID"}:
-        raise LinkriskError("PIL and ID are defined for numeric attributes only")
-    out: dict[str, float] = {}
-    if want & {"IL", "Score"}:
-        out["IL"] = categorical_information_loss(orig, rel, cols)
-    if want & {"DR", "Score"}:
-        if "dbrl_hamming" not in rates or "prl" not in rates:
-            raise LinkriskError("DR and Score of categorical files need the dbrl_hamming and "
-                                "prl attacks")
-        out["DR"] = 0.5 * (rates["dbrl_hamming"] + rates["prl"])
-        out["Score"] = score(out["IL"], out["DR"])
+    if cols:
+        out = numeric_measures(orig, rel, cols, rates, want)
+    else:
+        out = categorical_measures(orig, rel, masked_cols, rates, want)
     return [{**base, "qi": task.qi_sets[-1][0], "kind": "measure", "name": k, "result": v,
              "seconds": 0.0, "error": ""} for k, v in out.items() if k in want]
 

@@ -1,4 +1,6 @@
-"""Shared pieces of the masking methods: the method spec, RNG and input/parameter checks.
+"""Shared pieces of the masking methods: RNG, default columns and parameter checks. The
+frame, column, kind and numeric-matrix checks are those of :mod:`linkrisk.data`, shared
+with the attacks and the measures.
 
 Every check raises :class:`~linkrisk.errors.LinkriskError` with one line saying what is
 wrong and how to fix it, so the CLI can print it as is.
@@ -12,6 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..data import check_columns, infer_kind
 from ..errors import LinkriskError
 from ..params import Param, as_params, coerce_param  # noqa: F401  (coerce_param: re-export)
 
@@ -35,18 +38,6 @@ def as_rng(seed: SeedLike) -> np.random.Generator:
 
 # ---------------------------------------------------------------- column kinds / checks
 
-def column_kind(s: pd.Series) -> str:
-    """``numeric``, ``ordinal`` (ordered Categorical) or ``nominal`` (any other non-numeric
-    column; booleans count as nominal). Same rule as ``linkrisk.data.infer_kind``."""
-    if isinstance(s.dtype, pd.CategoricalDtype):
-        return "ordinal" if s.dtype.ordered else "nominal"
-    if pd.api.types.is_bool_dtype(s.dtype):
-        return "nominal"
-    if pd.api.types.is_numeric_dtype(s.dtype):
-        return "numeric"
-    return "nominal"
-
-
 def default_columns(df: pd.DataFrame, rule: str, exclude: Sequence[str] = ()) -> list[str]:
     """Columns masked when the caller gives none.
 
@@ -54,7 +45,7 @@ def default_columns(df: pd.DataFrame, rule: str, exclude: Sequence[str] = ()) ->
     else numeric columns; any: non-numeric columns, else numeric ones. ``exclude`` (e.g.
     confidential or strata columns) is never included.
     """
-    kinds = {c: column_kind(df[c]) for c in df.columns if c not in set(exclude)}
+    kinds = {c: infer_kind(df[c]) for c in df.columns if c not in set(exclude)}
     num = [c for c, k in kinds.items() if k == "numeric"]
     cat = [c for c, k in kinds.items() if k != "numeric"]
     if rule == "numeric":
@@ -64,60 +55,6 @@ def default_columns(df: pd.DataFrame, rule: str, exclude: Sequence[str] = ()) ->
     if rule == "ordered":
         return [c for c, k in kinds.items() if k == "ordinal"] or num
     return cat or num
-
-
-def check_frame(df: pd.DataFrame) -> None:
-    if not isinstance(df, pd.DataFrame):
-        raise LinkriskError(f"mask() needs a pandas DataFrame, got {type(df).__name__}")
-    if len(df) == 0:
-        raise LinkriskError("the file has no rows; nothing to mask")
-    if df.columns.has_duplicates:
-        dup = df.columns[df.columns.duplicated()].unique().tolist()
-        raise LinkriskError(f"duplicate column names {dup}; rename them before masking")
-
-
-def check_columns(df: pd.DataFrame, columns: Sequence[str], what: str = "columns") -> list[str]:
-    """Validate a list of column names of ``df`` (exist, no repeats, not empty)."""
-    if isinstance(columns, str):
-        columns = [columns]
-    cols = list(columns)
-    if not cols:
-        raise LinkriskError(f"{what} is empty; name at least one column")
-    missing = [c for c in cols if c not in df.columns]
-    if missing:
-        raise LinkriskError(
-            f"{what}: no column named {', '.join(map(repr, missing))}; "
-            f"the file has {', '.join(map(str, df.columns))}"
-        )
-    if len(set(cols)) != len(cols):
-        raise LinkriskError(f"{what} names a column twice")
-    return cols
-
-
-def check_no_missing(df: pd.DataFrame, columns: Sequence[str], method: str) -> None:
-    bad = [c for c in columns if df[c].isna().any()]
-    if bad:
-        raise LinkriskError(
-            f"{method}: column(s) {', '.join(map(repr, bad))} contain missing values (NaN); "
-            "impute or drop those records before masking"
-        )
-
-
-def numeric_matrix(df: pd.DataFrame, columns: Sequence[str], method: str) -> np.ndarray:
-    """The columns as an n×m float64 array; non-numeric, missing or infinite values raise."""
-    bad = [c for c in columns if column_kind(df[c]) != "numeric"]
-    if bad:
-        raise LinkriskError(
-            f"{method} masks numeric attributes only, but {', '.join(map(repr, bad))} "
-            f"{'is' if len(bad) == 1 else 'are'} not numeric; pass columns= with numeric columns "
-            "(or use a categorical method: pram, top_coding, bottom_coding, global_recoding)"
-        )
-    check_no_missing(df, columns, method)
-    x = np.column_stack([df[c].to_numpy(dtype=np.float64) for c in columns])
-    if not np.isfinite(x).all():
-        bad = [c for j, c in enumerate(columns) if not np.isfinite(x[:, j]).all()]
-        raise LinkriskError(f"{method}: column(s) {bad} contain infinite values; remove them first")
-    return x
 
 
 def frame_like(df: pd.DataFrame, columns: Sequence[str], values: np.ndarray,

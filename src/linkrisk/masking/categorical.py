@@ -67,9 +67,9 @@ from typing import Any
 import numpy as np
 import pandas
 
+from ..data import check_columns, check_no_missing, infer_kind
 from ..errors import LinkriskError
 from ..params import Param, as_params, coerce_params
-from ._base import check_columns, check_no_missing, column_kind
 
 # ---------------------------------------------------------------- categories <-> codes
 
@@ -121,7 +121,30 @@ def _match_labels(labels: Sequence[Any], cats: pandas.Index) -> np.ndarray:
 
 def invariant_pram_matrix(freq: np.ndarray, pd: float, alpha: float,
                           rng: np.random.Generator) -> np.ndarray:
-    """sdcMicro's invariant PRAM matrix α·P·Q + (1−α)·I for category counts ``freq`` (>0)."""
+    """sdcMicro's invariant PRAM matrix α·P·Q + (1−α)·I for category counts ``freq``.
+
+    Parameters
+    ----------
+    freq : numpy.ndarray
+        Count of each category (> 0).
+    pd : float
+        Lower bound of the diagonal of P: p_cc ~ U(pd, 1), off-diagonals (1 − p_cc)/(k − 1).
+    alpha : float
+        The weight α of the invariant matrix P·Q (0 = no change … 1).
+    rng : numpy.random.Generator
+        Draws the diagonal of P.
+
+    Returns
+    -------
+    numpy.ndarray
+        The k×k transition matrix (rows = from, each summing to 1).
+
+    References
+    ----------
+    Gouweleeuw, J. M., Kooiman, P., Willenborg, L. C. R. J. & de Wolf, P.-P. (1998). Post
+    randomisation for statistical disclosure control: theory and implementation. *Journal
+    of Official Statistics* 14(4), 463–478. See docs/methods.md, ``pram``.
+    """
     freq = np.asarray(freq, dtype=np.float64)
     size = len(freq)
     if size == 1:
@@ -235,23 +258,65 @@ def _plain(m: np.ndarray, cats: pandas.Index) -> dict:
 
 
 def pram_matrix_frame(entry: Mapping[str, Any]) -> pandas.DataFrame:
-    """One ``attrs["pram_matrices"]`` entry as a DataFrame (rows = from, columns = to)."""
+    """One ``attrs["pram_matrices"]`` entry as a DataFrame.
+
+    Parameters
+    ----------
+    entry : mapping
+        An entry with ``categories`` and ``matrix``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The transition matrix, rows = from, columns = to, labelled by category.
+    """
     return pandas.DataFrame(entry["matrix"], index=entry["categories"],
                             columns=entry["categories"])
 
 
 def pram_support(entry: Mapping[str, Any]) -> dict:
-    """Category → set of categories it can be released as (positive entries of its row of
-    one ``attrs["pram_matrices"]`` entry): a ``masking_map`` for masking-aware linkage."""
+    """Category → set of categories it can be released as.
+
+    Parameters
+    ----------
+    entry : mapping
+        One ``attrs["pram_matrices"]`` entry (``categories`` and ``matrix``).
+
+    Returns
+    -------
+    dict
+        The positive entries of each category's row: a ``masking_map`` for masking-aware
+        linkage.
+    """
     cats, m = entry["categories"], np.asarray(entry["matrix"])
     return {c: {cats[j] for j in np.flatnonzero(m[i] > 0)} for i, c in enumerate(cats)}
 
 
 def pram_matrix(series: pandas.Series, pd: float = 0.8, alpha: float = 0.5,
                 seed: int | np.random.Generator | None = None) -> pandas.DataFrame:
-    """The invariant PRAM matrix for ``series`` (over its observed categories, rows = from),
-    as ``mask(..., "pram", pd=, alpha=)`` would draw it for a single column without strata
-    given the same generator state."""
+    """The invariant PRAM matrix for ``series``, as ``mask(..., "pram", pd=, alpha=)`` would
+    draw it for a single column without strata given the same generator state.
+
+    Parameters
+    ----------
+    series : pandas.Series
+        The categorical column; the matrix is over its observed categories.
+    pd : float
+        Lower bound of the diagonal of P (:func:`invariant_pram_matrix`).
+    alpha : float
+        The weight of the invariant matrix P·Q.
+    seed : int or numpy.random.Generator, optional
+        Seed of the draw.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The transition matrix, rows = from, columns = to.
+
+    References
+    ----------
+    Gouweleeuw, Kooiman, Willenborg & de Wolf (1998); docs/methods.md, ``pram``.
+    """
     _check_pram(pd, alpha)
     cats, codes, _ = categories_and_codes(series)
     obs, counts = np.unique(codes, return_counts=True)
@@ -382,7 +447,7 @@ def _threshold_recoding(s: pandas.Series, side: str, threshold: Any, quantile: A
         quantile = float(quantile)
         if not (0 <= quantile <= 1):
             raise LinkriskError(f"{method}: quantile={quantile} must be in [0, 1]")
-    kind = column_kind(s)
+    kind = infer_kind(s)
     if kind == "nominal":
         raise LinkriskError(
             f"{method}: column {col!r} is nominal (no order); make it an ordered Categorical "
@@ -438,7 +503,7 @@ def _recoding(s: pandas.Series, method: str, params: Mapping[str, Any]) -> Recod
                                    p.get("quantile"), method)
     if method != "global_recoding":  # pragma: no cover - internal
         raise LinkriskError(f"{method} has no deterministic category map")
-    kind = column_kind(s)
+    kind = infer_kind(s)
     width, n_groups, min_freq = p.get("width"), p.get("n_groups"), p.get("min_frequency")
     if kind in ("numeric", "ordinal"):
         if width is None:
@@ -570,9 +635,24 @@ CODING_PARAMS: dict[str, tuple[Param, ...]] = {
 
 
 def coding_map(series: pandas.Series, method: str, **params: Any) -> dict:
-    """Original value/category → released value/category that ``method`` (top_coding,
-    bottom_coding or global_recoding, same parameters as in ``mask``) applies to
-    ``series``. Numeric columns map each distinct observed value."""
+    """Original value/category → released value/category that ``method`` applies to
+    ``series`` (docs/methods.md, Masking methods).
+
+    Parameters
+    ----------
+    series : pandas.Series
+        The column.
+    method : {"top_coding", "bottom_coding", "global_recoding"}
+        The coding method.
+    **params
+        Its parameters, as in :func:`linkrisk.masking.mask`.
+
+    Returns
+    -------
+    dict
+        Each distinct observed value (numeric columns) or category → its released value;
+        a ``masking_map`` for masking-aware linkage.
+    """
     if method not in CODING_PARAMS:
         raise LinkriskError(f"no category map for {method!r}: use top_coding, bottom_coding "
                             "or global_recoding")
@@ -586,18 +666,60 @@ def coding_map(series: pandas.Series, method: str, **params: Any) -> dict:
 
 def top_coding_map(series: pandas.Series, threshold: Any = None,
                    quantile: float | None = None) -> dict:
-    """Value/category → released value/category under ``top_coding`` (see module doc)."""
+    """Value/category → released value/category under ``top_coding`` (see module doc).
+
+    Parameters
+    ----------
+    series : pandas.Series
+        The column (numeric or ordered Categorical).
+    threshold : object, optional
+        The top code: values above it are released as it.
+    quantile : float, optional
+        The threshold as a quantile of the column, instead of ``threshold``.
+
+    Returns
+    -------
+    dict
+        As :func:`coding_map`.
+    """
     return coding_map(series, "top_coding", threshold=threshold, quantile=quantile)
 
 
 def bottom_coding_map(series: pandas.Series, threshold: Any = None,
                       quantile: float | None = None) -> dict:
-    """Value/category → released value/category under ``bottom_coding``."""
+    """Value/category → released value/category under ``bottom_coding``.
+
+    Parameters
+    ----------
+    series : pandas.Series
+        The column (numeric or ordered Categorical).
+    threshold : object, optional
+        The bottom code: values below it are released as it.
+    quantile : float, optional
+        The threshold as a quantile of the column, instead of ``threshold``.
+
+    Returns
+    -------
+    dict
+        As :func:`coding_map`.
+    """
     return coding_map(series, "bottom_coding", threshold=threshold, quantile=quantile)
 
 
 def global_recoding_map(series: pandas.Series, **params: Any) -> dict:
-    """Value/category → released value/category under ``global_recoding`` (width=,
-    origin=, midpoint= for numeric/ordinal; n_groups= or min_frequency=, other_label= for
-    nominal columns)."""
+    """Value/category → released value/category under ``global_recoding``.
+
+    Parameters
+    ----------
+    series : pandas.Series
+        The column.
+    **params
+        ``width=``, ``origin=``, ``midpoint=`` for numeric/ordinal columns; ``n_groups=`` or
+        ``min_frequency=``, ``other_label=`` for nominal columns.
+
+    Returns
+    -------
+    dict
+        As :func:`coding_map`.
+    """
     return coding_map(series, "global_recoding", **params)

@@ -35,8 +35,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..data import numeric_matrix
 from ..errors import LinkriskError
-from ._base import confidential_columns, frame_like, numeric_matrix, require
+from ._base import confidential_columns, frame_like, require
 from .noise import psd_sqrt
 
 VARIANTS = ("A", "B", "C")
@@ -99,8 +100,8 @@ def ipso_values(y: np.ndarray, x: np.ndarray, variant: str, rng: np.random.Gener
 
 def _ipso_inputs(df: pd.DataFrame, columns: list[str], confidential, method: str):
     conf = confidential_columns(df, confidential, columns, method)
-    y = numeric_matrix(df, columns, method)
-    x = numeric_matrix(df, conf, method)
+    y = numeric_matrix(df, columns, method=method)
+    x = numeric_matrix(df, conf, method=method)
     return y, x, conf
 
 

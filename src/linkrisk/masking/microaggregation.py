@@ -36,8 +36,9 @@ import numba as nb
 import numpy as np
 import pandas as pd
 
+from ..data import numeric_matrix
 from ..errors import LinkriskError
-from ._base import check_k, frame_like, numeric_matrix
+from ._base import check_k, frame_like
 
 
 def individual_ranking(x: np.ndarray, k: int) -> np.ndarray:
@@ -223,8 +224,27 @@ def standardize(x: np.ndarray) -> np.ndarray:
 
 
 def mdav_groups(x: np.ndarray, k: int) -> np.ndarray:
-    """MDAV group label (0..G−1) of each row of ``x`` (n×m, original units; standardized
-    internally). Every group has k..2k−1 rows."""
+    """MDAV group label of each record.
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        n×m values in original units (standardized internally); a 1-d array is one
+        attribute.
+    k : int
+        The minimum group size.
+
+    Returns
+    -------
+    numpy.ndarray
+        The group (0..G−1) of each row; every group has k..2k−1 rows.
+
+    References
+    ----------
+    Domingo-Ferrer, J. & Mateo-Sanz, J. M. (2002). Practical data-oriented microaggregation
+    for statistical disclosure control. *IEEE TKDE* 14(1), 189–201. See docs/methods.md,
+    ``mdav``.
+    """
     x = np.asarray(x, dtype=np.float64)
     if x.ndim == 1:
         x = x[:, None]
@@ -255,14 +275,14 @@ def _k_param(method: str, k: int | None, n: int) -> int:
 
 def apply_microaggregation_ir(df: pd.DataFrame, columns: list[str], rng: np.random.Generator,
                               k: int | None = None) -> pd.DataFrame:
-    x = numeric_matrix(df, columns, "microaggregation_ir")
+    x = numeric_matrix(df, columns, method="microaggregation_ir")
     k = _k_param("microaggregation_ir", k, len(x))
     return frame_like(df, columns, individual_ranking(x, k))
 
 
 def apply_mdav(df: pd.DataFrame, columns: list[str], rng: np.random.Generator,
                k: int | None = None) -> pd.DataFrame:
-    x = numeric_matrix(df, columns, "mdav")
+    x = numeric_matrix(df, columns, method="mdav")
     k = _k_param("mdav", k, len(x))
     labels = mdav_groups(x, k)
     return frame_like(df, columns, group_means(x, labels)[labels])
@@ -270,7 +290,7 @@ def apply_mdav(df: pd.DataFrame, columns: list[str], rng: np.random.Generator,
 
 def apply_micdp(df: pd.DataFrame, columns: list[str], rng: np.random.Generator,
                 k: int | None = None, epsilon: float | None = None) -> pd.DataFrame:
-    x = numeric_matrix(df, columns, "micdp")
+    x = numeric_matrix(df, columns, method="micdp")
     k = _k_param("micdp", k, len(x))
     if epsilon is None:
         raise LinkriskError("micdp needs epsilon (privacy budget, e.g. epsilon=1)")

@@ -21,8 +21,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..data import numeric_matrix
 from ..errors import LinkriskError
-from ._base import frame_like, numeric_matrix
+from ._base import frame_like
 
 
 def _column_std(x: np.ndarray) -> np.ndarray:
@@ -93,7 +94,7 @@ def apply_noise(df: pd.DataFrame, columns: list[str], rng: np.random.Generator,
     scale = "sd" if scale is None else str(scale)
     if scale not in NOISE_SCALES:
         raise LinkriskError(f"noise: scale={scale!r} is not one of {', '.join(NOISE_SCALES)}")
-    x = numeric_matrix(df, columns, "noise")
+    x = numeric_matrix(df, columns, method="noise")
     return frame_like(df, columns, additive_noise(x, a, rng, scale))
 
 
@@ -102,7 +103,7 @@ def apply_correlated_noise(df: pd.DataFrame, columns: list[str], rng: np.random.
     if a is None:
         raise LinkriskError("correlated_noise needs a (noise covariance = a·Σ, e.g. a=0.1)")
     _check_a("correlated_noise", a)
-    x = numeric_matrix(df, columns, "correlated_noise")
+    x = numeric_matrix(df, columns, method="correlated_noise")
     return frame_like(df, columns, correlated_additive_noise(x, a, rng))
 
 
@@ -117,5 +118,5 @@ def apply_multiplicative_noise(df: pd.DataFrame, columns: list[str], rng: np.ran
             f"multiplicative_noise: b={b} must be in (0, 1]; b > 1 allows negative factors "
             "and b <= 0 is no noise"
         )
-    x = numeric_matrix(df, columns, "multiplicative_noise")
+    x = numeric_matrix(df, columns, method="multiplicative_noise")
     return frame_like(df, columns, multiplicative(x, b, rng))

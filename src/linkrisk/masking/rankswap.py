@@ -35,8 +35,9 @@ import numba as nb
 import numpy as np
 import pandas as pd
 
+from ..data import numeric_matrix
 from ..errors import LinkriskError
-from ._base import frame_like, numeric_matrix
+from ._base import frame_like
 
 # ---------------------------------------------------------------- Fenwick tree (0-based API)
 
@@ -301,7 +302,7 @@ def _check_p(method: str, p: float | None, n: int) -> None:
 def _apply_rank(method: str):
     def apply(df: pd.DataFrame, columns: list[str], rng: np.random.Generator,
               p: float | None = None, variant: str | None = None) -> pd.DataFrame:
-        x = numeric_matrix(df, columns, method)
+        x = numeric_matrix(df, columns, method=method)
         _check_p(method, p, len(x))
         if variant is not None:  # only rank_swap_pdist registers the parameter
             pdist_variant(variant)
@@ -321,7 +322,7 @@ apply_rank_swap_pbuckets = _apply_rank("rank_swap_pbuckets")
 
 def apply_rank_shuffle(df: pd.DataFrame, columns: list[str], rng: np.random.Generator,
                        q: int | None = None, s: int | None = None) -> pd.DataFrame:
-    x = numeric_matrix(df, columns, "rank_shuffle")
+    x = numeric_matrix(df, columns, method="rank_shuffle")
     n = len(x)
     if q is None:
         raise LinkriskError("rank_shuffle needs q (window length, e.g. q=10)")

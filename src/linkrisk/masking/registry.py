@@ -10,14 +10,13 @@ from typing import Any
 
 import pandas as pd
 
+from ..data import check_columns, check_frame
 from ..errors import LinkriskError
 from ..params import Param, as_params, coerce_params
 from . import categorical, ipso, microaggregation, noise, rankswap, suppression
 from ._base import (
     SeedLike,
     as_rng,
-    check_columns,
-    check_frame,
     default_columns,
 )
 
@@ -218,18 +217,40 @@ def mask(df: pd.DataFrame, method: str, columns: Sequence[str] | None = None,
     """Mask ``columns`` of ``df`` with ``method`` and return a new DataFrame.
 
     The input is not modified; row order, index, column names and order are kept and the
-    other columns are passed through unchanged. ``columns=None`` masks, for numeric
-    methods, every numeric column that is not ``confidential``; for ``pram`` every
-    non-numeric column (not in ``strata``); for ``top_coding``/``bottom_coding`` the ordered
-    Categoricals, else the numeric columns; for ``global_recoding`` the non-numeric columns,
-    else the numeric ones. ``seed`` (int or ``numpy.random.Generator``) drives every random
-    step through ``np.random.default_rng(seed)``: same seed, same output; deterministic
-    methods ignore it. Parameters by method: see ``METHODS`` / ``method_params`` and each
-    module's docstring. Every bad input raises :class:`~linkrisk.errors.LinkriskError`.
+    other columns are passed through unchanged. Every bad input raises
+    :class:`~linkrisk.errors.LinkriskError`. The methods, their parameters and their papers
+    are listed in docs/methods.md (Masking methods) and by ``linkrisk methods``.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        The original file.
+    method : str
+        A registered masking method (``METHODS``): noise, mdav, rankswap, pram, ….
+    columns : sequence of str, optional
+        The columns to mask. ``None`` masks, for numeric methods, every numeric column that
+        is not ``confidential``; for ``pram`` every non-numeric column (not in ``strata``);
+        for ``top_coding``/``bottom_coding`` the ordered Categoricals, else the numeric
+        columns; for ``global_recoding`` the non-numeric columns, else the numeric ones.
+    seed : int or numpy.random.Generator, optional
+        Drives every random step through ``np.random.default_rng(seed)``: same seed, same
+        output; deterministic methods ignore it.
+    **params
+        The method's parameters, checked against its declaration (:func:`method_params`).
+
+    Returns
+    -------
+    pandas.DataFrame
+        A copy of ``df`` with the masked columns replaced (and, for methods that synthesize
+        them, the confidential columns); ``attrs`` carries what the method reports.
+
+    References
+    ----------
+    Each method's paper is cited in its module's docstring and in docs/methods.md.
     """
     spec = _spec(method)
     params = _coerce_params(spec, params)
-    check_frame(df)
+    check_frame(df, "mask()", "mask")
     exclude = list(params.get("confidential") or []) + list(params.get("strata") or [])
     if columns is None:
         cols = default_columns(df, spec.columns_rule, exclude=exclude)

@@ -368,13 +368,45 @@ def suda2_from_codes(codes: np.ndarray, size: np.ndarray, keys: list[str],
 
 def suda2(df: pd.DataFrame, keys: Sequence[str] | str, max_size: int | None = None,
           dis_fraction: float = 0.01, original_scores: bool = True) -> Suda2:
-    """SUDA2 special-uniques scores (Elliot et al. 2002; Manning et al. 2008), as
-    sdcMicro's ``suda2``: minimal sample uniques of at most ``max_size`` key variables
-    (default all, as sdcMicro), SUDA score Σ_MSU (M−|MSU|)! (``original_scores=False``:
-    (2^{M−|MSU|} − 1)/C(M,|MSU|)) and DIS-SUDA score (module docstring,
-    ``docs/methods.md``). Every subset of the keys is grouped once over the distinct key
-    patterns; a compiled pass then keeps, per sample unique, the unique subsets none of
-    whose one-smaller subsets is unique."""
+    """SUDA2 special-uniques scores (Elliot et al. 2002; Manning et al. 2008), as sdcMicro's
+    ``suda2``.
+
+    Minimal sample uniques (MSUs) of at most ``max_size`` key variables (default all, as
+    sdcMicro), SUDA score Σ_MSU (M−|MSU|)! (``original_scores=False``:
+    (2^{M−|MSU|} − 1)/C(M,|MSU|)) and DIS-SUDA score (module docstring, docs/methods.md,
+    "Frequency and population risk"). Every subset of the keys is grouped once over the
+    distinct key patterns; a compiled pass then keeps, per sample unique, the unique subsets
+    none of whose one-smaller subsets is unique.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        The released file.
+    keys : sequence of str or str
+        The categorical key variables (at most ``MAX_SUDA_KEYS``); missing values are never
+        part of an MSU.
+    max_size : int, optional
+        The largest MSU searched for (default: all keys).
+    dis_fraction : float
+        The sampling fraction π of the DIS-SUDA score.
+    original_scores : bool
+        Elliot's weights (M−k)! (sdcMicro's default) or, when False, the IHSN weights.
+
+    Returns
+    -------
+    Suda2
+        Per record ``score``, ``dis_score``, ``msu_counts`` and ``contribution``; per key
+        ``attribute_contribution``.
+
+    References
+    ----------
+    Elliot, M. J., Manning, A. M. & Ford, R. W. (2002). A computational algorithm for
+    handling the special uniques problem. *Int. J. Uncertainty, Fuzziness and
+    Knowledge-Based Systems* 10(5), 493–509.
+
+    Manning, A. M., Haglin, D. J. & Keane, J. A. (2008). A recursive search algorithm for
+    statistical disclosure assessment. *Data Mining and Knowledge Discovery* 16(2), 165–196.
+    """
     codes, size = key_codes(df, keys)
     return suda2_from_codes(codes, size, key_names(df, keys), max_size, float(dis_fraction),
                             bool(original_scores))
@@ -494,12 +526,50 @@ def frequency_risk(df: pd.DataFrame, keys: Sequence[str] | str, weights: Any = N
                    dis_fraction: float = 0.01, original_scores: bool = True) -> FrequencyRisk:
     """All frequency-based and population risk measures of a release on its categorical
     ``keys`` (sdcMicro's ``freqCalc``, ``measure_risk``, ``indivRisk`` and ``suda2``; the
-    formulas are in this module's docstring and ``docs/methods.md``).
+    formulas are in this module's docstring and docs/methods.md, "Frequency and population
+    risk").
 
-    ``weights``: sampling-weight column (or one weight per record) for F_k and the
-    negative-binomial risk; without it the risk is 1/f_k. ``household``: household-id
-    column (or values) for the household risk. ``max_size``: largest MSU SUDA2 looks for
-    (default: all keys, as sdcMicro); ``suda=False`` skips SUDA2."""
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        The released file.
+    keys : sequence of str or str
+        The categorical key variables; a missing value matches any category.
+    weights : str or array-like, optional
+        Sampling-weight column (or one positive weight per record) for F_k and the
+        negative-binomial risk; without it the risk is 1/f_k.
+    household : str or sequence, optional
+        Household-id column (or values) for the household risk.
+    max_size : int, optional
+        Largest MSU SUDA2 looks for (default: all keys, as sdcMicro).
+    suda : bool
+        False skips SUDA2.
+    method : {"approx", "exact"}
+        The individual-risk formula (sdcMicro's ``indivRisk``).
+    alpha : float
+        Weight of wildcard matches of missing key values in f_k (sdcMicro's α).
+    dis_fraction, original_scores
+        As in :func:`suda2`.
+
+    Returns
+    -------
+    FrequencyRisk
+        ``per_record`` (fk, Fk, risk, household_risk, suda_score, dis_score),
+        ``summary`` (sample uniques, k-anonymity violations, global risk as expected
+        re-identifications and in %, maximum risk, missing key values, top patterns),
+        ``suda`` (the SUDA2 result) and ``notes``.
+
+    References
+    ----------
+    Benedetti, R. & Franconi, L. (1998). Statistical and technological solutions for
+    controlled data dissemination. *Pre-proceedings of NTTS*.
+
+    Franconi, L. & Polettini, S. (2004). Individual risk estimation in μ-Argus: a review.
+    *Privacy in Statistical Databases*, LNCS 3050.
+
+    Templ, M., Kowarik, A. & Meindl, B. (2015). Statistical disclosure control for
+    micro-data using the R package sdcMicro. *Journal of Statistical Software* 67(4).
+    """
     codes, size = key_codes(df, keys)
     keys = key_names(df, keys)
     w = _weights(df, weights)

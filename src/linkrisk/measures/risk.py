@@ -15,18 +15,42 @@ import pandas as pd
 
 from ..attacks.base import AttackResult
 from ..errors import LinkriskError
-from .utility import _pair
+from .utility import paired_matrices
 
 
 def interval_disclosure(original: pd.DataFrame, masked: pd.DataFrame,
                         columns: Sequence[str] | None = None,
                         ps: Sequence[int] = tuple(range(1, 11))) -> float:
-    """ID in %: for p in ``ps`` (% of n), attribute j and record i, the interval around the
-    masked value y_ij spanning the masked values of attribute j whose ranks lie within
-    ±⌊p·n/200⌋ of y_ij's rank; ID = % of original values x_ij inside their interval,
-    averaged over attributes, records and p. A tied masked value's rank is the range of
-    positions its value occupies, so the interval is the same for every tied record."""
-    x, y, _ = _pair(original, masked, columns)
+    """Interval disclosure ID, in %: how often an original value lies in a small rank interval
+    around its masked value.
+
+    For p in ``ps`` (% of n), attribute j and record i, the interval around the masked value
+    y_ij spans the masked values of attribute j whose ranks lie within ±⌊p·n/200⌋ of y_ij's
+    rank; ID = % of original values x_ij inside their interval, averaged over attributes,
+    records and p. A tied masked value's rank is the range of positions its value occupies,
+    so the interval is the same for every tied record. See docs/methods.md, Measures.
+
+    Parameters
+    ----------
+    original, masked : pandas.DataFrame
+        The files, record for record (row i of ``masked`` is the image of row i of
+        ``original``).
+    columns : sequence of str, optional
+        The numeric attributes; ``None`` takes every column numeric in both files.
+    ps : sequence of int
+        The interval widths p, in % of n (default 1, 2, …, 10).
+
+    Returns
+    -------
+    float
+        ID in % (0–100).
+
+    References
+    ----------
+    Domingo-Ferrer, J., Mateo-Sanz, J. M. & Torra, V. (2001). Comparing SDC methods for
+    microdata on the basis of information loss and disclosure risk. ETK-NTTS.
+    """
+    x, y, _ = paired_matrices(original, masked, columns)
     n = x.shape[0]
     hits = []
     for j in range(x.shape[1]):
@@ -42,15 +66,55 @@ def interval_disclosure(original: pd.DataFrame, masked: pd.DataFrame,
 
 
 def disclosure_risk(dld: float, pld: float, id_: float, rsld: float | None = None) -> float:
-    """DR = 0.25·DLD + 0.25·PLD + 0.5·ID, or with the rank-swap attack
-    DR = (RSLD + DLD + PLD)/6 + 0.5·ID (all in %)."""
+    """The disclosure risk DR of a release: DR = 0.25·DLD + 0.25·PLD + 0.5·ID, or with the
+    rank-swap attack DR = (RSLD + DLD + PLD)/6 + 0.5·ID (all in %; docs/methods.md, Measures).
+
+    Parameters
+    ----------
+    dld, pld : float
+        Rates in % of the distance-based (``dbrl``) and probabilistic (``prl``) attacks.
+    id_ : float
+        Interval disclosure in % (:func:`interval_disclosure`).
+    rsld : float, optional
+        Rate in % of the rank-swapping attack (``rsrl``), when it ran.
+
+    Returns
+    -------
+    float
+        DR in %.
+
+    References
+    ----------
+    Domingo-Ferrer, J. & Torra, V. (2001). A quantitative comparison of disclosure control
+    methods for microdata. In *Confidentiality, Disclosure and Data Access*. With RSLD:
+    Nin, J., Herranz, J. & Torra, V. (2008). Rethinking rank swapping to decrease disclosure
+    risk. *Data & Knowledge Engineering* 64(1).
+    """
     if rsld is None:
         return 0.25 * dld + 0.25 * pld + 0.5 * id_
     return (rsld + dld + pld) / 6.0 + 0.5 * id_
 
 
 def score(il: float, dr: float) -> float:
-    """Score = (IL + DR) / 2 (lower is better for the data owner)."""
+    """Score = (IL + DR) / 2 (lower is better for the data owner; docs/methods.md, Measures).
+
+    Parameters
+    ----------
+    il : float
+        Information loss in % (:func:`linkrisk.measures.information_loss`, ``.il``).
+    dr : float
+        Disclosure risk in % (:func:`disclosure_risk`).
+
+    Returns
+    -------
+    float
+        The score in %.
+
+    References
+    ----------
+    Domingo-Ferrer, J. & Torra, V. (2001). A quantitative comparison of disclosure control
+    methods for microdata. In *Confidentiality, Disclosure and Data Access*.
+    """
     return (il + dr) / 2.0
 
 
@@ -62,16 +126,38 @@ def _results(results: Sequence[AttackResult] | Mapping[str, AttackResult]) -> li
 
 
 def worst_case(results: Sequence[AttackResult] | Mapping[str, AttackResult]) -> AttackResult:
-    """The attack with the highest rate: the release's worst-case risk."""
+    """The attack with the highest rate: the release's worst-case risk (docs/methods.md).
+
+    Parameters
+    ----------
+    results : sequence or mapping of AttackResult
+        The results of the attacks run (a mapping's values are used).
+
+    Returns
+    -------
+    AttackResult
+        The result with the highest ``rate`` (the first one on ties).
+    """
     return max(_results(results), key=lambda r: r.rate)
 
 
 def per_record_risk(results: Sequence[AttackResult] | Mapping[str, AttackResult]
                     ) -> pd.DataFrame:
-    """One row per attacker record: ``max_risk`` (best attack's probability χ/|C| of
-    re-identifying it), ``best_attack`` (on ties the attack with the higher overall rate),
-    ``share`` (fraction of attacks whose link is the
-    true record with probability > 0.5) and ``mean_risk`` (mean probability over attacks)."""
+    """The re-identification risk of each attacker record over several attacks.
+
+    Parameters
+    ----------
+    results : sequence or mapping of AttackResult
+        Results of attacks on the same attacker file (a mapping's values are used).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per attacker record: ``max_risk`` (best attack's probability χ/|C| of
+        re-identifying it), ``best_attack`` (on ties the attack with the higher overall rate;
+        empty when no attack links it), ``share`` (fraction of attacks whose link is the true
+        record with probability > 0.5) and ``mean_risk`` (mean probability over attacks).
+    """
     # ties between attacks go to the attack with the higher overall rate
     res = sorted(_results(results), key=lambda r: -r.rate)
     n = {r.n for r in res}

@@ -22,8 +22,26 @@ from ..errors import LinkriskError
 PIL_QUANTILES = np.arange(0.05, 0.951, 0.05)
 
 
-def _pair(original: pd.DataFrame, masked: pd.DataFrame, columns: Sequence[str] | None
-          ) -> tuple[np.ndarray, np.ndarray, list[str]]:
+def paired_matrices(original: pd.DataFrame, masked: pd.DataFrame,
+                    columns: Sequence[str] | None) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """The numeric attributes of X (original) and X' (masked) as two n×m float64 matrices
+    whose rows are the same records: the input of every record-by-record measure (IL, PIL,
+    interval disclosure; docs/methods.md, Measures).
+
+    Parameters
+    ----------
+    original, masked : pandas.DataFrame
+        The files; row i of ``masked`` is the masked image of row i of ``original``.
+    columns : sequence of str, optional
+        The attributes; ``None`` takes every column numeric in both files.
+
+    Returns
+    -------
+    x, y : numpy.ndarray
+        float64, shape (n, m), from :func:`linkrisk.data.numeric_matrix`.
+    columns : list of str
+        The attributes, in the order of the matrix columns.
+    """
     cols = list(columns) if columns is not None else [
         c for c in original.columns if c in masked.columns
         and pd.api.types.is_numeric_dtype(original[c]) and pd.api.types.is_numeric_dtype(masked[c])]
@@ -73,8 +91,28 @@ def information_loss(original: pd.DataFrame, masked: pd.DataFrame,
     IL5 = mean_{j<k} |ρ_jk − ρ'_jk|;  IL = 100·(IL1 + IL2 + IL3 + IL4 + IL5) / 5.
 
     Zero denominators: the entry is left out of its mean and reported in ``skipped``; a
-    term with no usable entry is left out of IL (mean of the remaining terms)."""
-    x, y, cols = _pair(original, masked, columns)
+    term with no usable entry is left out of IL (mean of the remaining terms). See
+    docs/methods.md, Measures.
+
+    Parameters
+    ----------
+    original, masked : pandas.DataFrame
+        The files, record for record (row i of ``masked`` is the image of row i of
+        ``original``); at least 3 records.
+    columns : sequence of str, optional
+        The numeric attributes; ``None`` takes every column numeric in both files.
+
+    Returns
+    -------
+    InformationLoss
+        IL1–IL5 (fractions), IL (in %) and ``skipped``.
+
+    References
+    ----------
+    Domingo-Ferrer, J. & Torra, V. (2001). A quantitative comparison of disclosure control
+    methods for microdata. In *Confidentiality, Disclosure and Data Access*, 111–134.
+    """
+    x, y, cols = paired_matrices(original, masked, columns)
     skipped: list[str] = []
     il1, z1 = _rel(x, y)
     if z1:
@@ -117,8 +155,30 @@ def pil(original: pd.DataFrame, masked: pd.DataFrame, columns: Sequence[str] | N
     mean of the five. Standard errors under the paper's normal approximations, n records:
     se(mean) = s/√n; se(var) = s²·√(2/(n−1)); se(cov_jk) = √((v_jk² + v_jj·v_kk)/(n−1));
     se(ρ) = (1 − ρ²)/√(n−1); se(quantile α) = s·√(α(1−α)/n) / φ(z_α). A statistic with
-    se = 0 counts 0 if unchanged, 1 otherwise."""
-    x, y, cols = _pair(original, masked, columns)
+    se = 0 counts 0 if unchanged, 1 otherwise. See docs/methods.md, Measures.
+
+    Parameters
+    ----------
+    original, masked : pandas.DataFrame
+        The files, record for record; at least 3 records.
+    columns : sequence of str, optional
+        The numeric attributes; ``None`` takes every column numeric in both files.
+    quantiles : sequence of float
+        The quantile levels α of PIL(Q) (default 0.05, 0.10, …, 0.95).
+
+    Returns
+    -------
+    dict of str to float
+        ``PIL(Q)``, ``PIL(m)``, ``PIL(v)``, ``PIL(c)``, ``PIL(r)`` and ``PIL`` (mean of the
+        finite ones), in %.
+
+    References
+    ----------
+    Mateo-Sanz, J. M., Domingo-Ferrer, J. & Sebé, F. (2005). Probabilistic information loss
+    measures in confidentiality protection of continuous microdata. *Data Mining and
+    Knowledge Discovery* 11(2), 181–193.
+    """
+    x, y, cols = paired_matrices(original, masked, columns)
     n, m = x.shape
 
     def loss(q: np.ndarray, q2: np.ndarray, se: np.ndarray) -> float:
@@ -164,7 +224,26 @@ def categorical_information_loss(original: pd.DataFrame, masked: pd.DataFrame,
     entropy-based loss EBIL of Domingo-Ferrer & Torra (2001) with the transition
     probabilities estimated from the file, so it applies alike to PRAM, global recoding
     (whose new labels need not match the old ones) and top/bottom coding. Attributes with a
-    single value (H(X_j) = 0) lose nothing and are left out. See docs/methods.md."""
+    single value (H(X_j) = 0) lose nothing and are left out. See docs/methods.md.
+
+    Parameters
+    ----------
+    original, masked : pandas.DataFrame
+        The files, record for record.
+    columns : sequence of str, optional
+        The categorical attributes; ``None`` takes every column of both files that is not
+        numeric in ``original``.
+
+    Returns
+    -------
+    float
+        IL in % (0 when every attribute has a single value).
+
+    References
+    ----------
+    Domingo-Ferrer, J. & Torra, V. (2001). Disclosure control methods and information loss
+    for microdata. In *Confidentiality, Disclosure and Data Access*, 91–110.
+    """
     cols = list(columns) if columns is not None else [
         c for c in original.columns if c in masked.columns
         and not pd.api.types.is_numeric_dtype(original[c])]

@@ -110,7 +110,6 @@ def render_html(a: Assessment, title: str | None = None, *, include_records: boo
     measures, per-record risk distribution, the most exposed records (values only with
     ``include_records``), warnings, input files with SHA-256, the reproducing command and
     the settings."""
-    from ..assessment import records_at_risk
     from ..attacks import ATTACKS
 
     w = a.worst
@@ -126,77 +125,22 @@ def render_html(a: Assessment, title: str | None = None, *, include_records: boo
     order = sorted(a.results.values(), key=lambda r: -r.rate)
     rates = {r.method: 100 * r.rate for r in order}
 
-    attacks = pd.DataFrame([{"attack": r.method,
-                             "what it does": ATTACKS[r.method].summary,
-                             "re-identified %": round(100 * r.rate, 2),
-                             "correct links": round(float(r.correct_links), 2),
-                             "mean |C(a)|": round(float(r.per_record["candidates"].mean()), 2),
-                             "seconds": round(r.seconds, 2)} for r in order])
+    attacks = _attack_table(order)
     skipped = "".join(f"<li><code>{html.escape(k)}</code>: {html.escape(v)}</li>"
                       for k, v in a.skipped.items())
 
-    util_keys = [k for k in ("IL1", "IL2", "IL3", "IL4", "IL5", "IL", "PIL(Q)", "PIL(m)",
-                             "PIL(v)", "PIL(c)", "PIL(r)", "PIL") if k in m]
-    risk_keys = [k for k in ("DLD", "PLD", "RSLD", "ID", "DR", "Score", "worst_case_%")
-                 if k in m]
-    explain = {"IL1": "mean relative change of values", "IL2": "relative change of means",
-               "IL3": "relative change of covariances", "IL4": "relative change of variances",
-               "IL5": "mean change of correlations", "IL": "mean of IL1..IL5",
-               "PIL(Q)": "quantiles", "PIL(m)": "means", "PIL(v)": "variances",
-               "PIL(c)": "covariances", "PIL(r)": "correlations",
-               "PIL": "probabilistic information loss",
-               "DLD": "distance-based linkage (dbrl)", "PLD": "probabilistic linkage (prl)",
-               "RSLD": "rank-swap linkage (rsrl)", "ID": "interval disclosure",
-               "DR": "disclosure risk", "Score": "(IL + DR) / 2, lower is better",
-               "worst_case_%": "worst attack"}
-    # IL1..IL5 are fractions: shown ×100 so that every row of the table is in %
-    scale = {k: 100.0 for k in ("IL1", "IL2", "IL3", "IL4", "IL5")}
-    util = pd.DataFrame([{"measure": k, "value": round(float(m[k]) * scale.get(k, 1.0), 4),
-                          "unit": "%", "meaning": explain[k]} for k in util_keys])
-    risk = pd.DataFrame([{"measure": k, "value": round(float(m[k]), 4),
-                          "unit": "" if k == "Score" else "%", "meaning": explain[k]}
-                         for k in risk_keys])
+    util, risk = _measure_tables(m)
 
-    top = records_at_risk(a.records, 20).copy()
-    keep = ["max_risk", "best_attack", "share"] + (
-        [c for c in top.columns if c in s["qi"]] if include_records else [])
-    top = top[[c for c in keep if c in top.columns]]
-    top.insert(0, "record", top.index)
-    top = top.rename(columns={"max_risk": "risk", "best_attack": "best attack",
-                              "share": "share of attacks"})
-    settings = pd.DataFrame([
-        {"setting": "quasi-identifiers used", "value": ", ".join(map(str, s["qi"]))},
-        {"setting": "attribute kinds", "value": ", ".join(f"{k}: {v}" for k, v in s["kinds"].items())},
-        {"setting": "records (attacker / released)", "value": f"{s['n_attacker']:,} / {s['n_released']:,}"},
-        {"setting": "linkage direction", "value": s["direction"]},
-        {"setting": "truth", "value": s["truth"]},
-        {"setting": "attacks", "value": ", ".join(s["attacks"])},
-        {"setting": "attack parameters", "value": "; ".join(
-            f"{k}: {', '.join(f'{p}={v}' for p, v in d.items())}" for k, d in s["params"].items()) or "defaults"},
-        {"setting": "rank-swap p", "value": "—" if s["rank_swap_p"] is None else str(s["rank_swap_p"])},
-        {"setting": "acceptable worst case (--max-risk)", "value": "not set" if mr is None else f"{fmt(mr)} %"},
-        {"setting": "seed / memory budget", "value": f"{s['seed']} / {s['memory_budget'] / 2**20:.0f} MiB"},
-        {"setting": "linkrisk / date", "value": f"{s['linkrisk']} / {s['date']}"},
-        {"setting": "run time", "value": f"{a.seconds:.1f} s"},
-    ])
+    top = _exposed_records(a, include_records)
+    settings = _settings_table(a)
     notes = "".join(f"<li>{html.escape(t)}</li>" for t in a.notes)
     warned = "".join(f"<li>{html.escape(t)}</li>" for t in a.warnings)
-    files = "".join(f"<tr><td class=\"l\">{html.escape(str(f.get('role', '')))}</td>"
-                    f"<td class=\"l\">{html.escape(str(f.get('name', '')))}</td>"
-                    f"<td class=\"l\"><code>{html.escape(str(f.get('sha256', '')))}</code></td></tr>"
-                    for f in (inputs or []))
+    files = _input_rows(inputs)
     explain_attacks = "".join(
         f"<li><code>{html.escape(k)}</code>: {html.escape(ATTACKS[k].summary)}</li>"
         for k in s["attacks"] if k in ATTACKS)
 
-    cards = "".join(
-        f'<div class="card"><div class="v">{v}</div><div class="k">{html.escape(k)}</div></div>'
-        for k, v in [("records certainly re-identified", f"{sure:,}"),
-                     ("records with risk ≥ 0.5", f"{half:,}"),
-                     ("attacks run", f"{len(a.results)}"),
-                     ("attacks not run", f"{len(a.skipped)}"),
-                     *([("information loss IL", f"{fmt(m['IL'])} %")] if "IL" in m else []),
-                     *([("Score", fmt(m["Score"]))] if "Score" in m else [])])
+    cards = _cards(a, sure, half)
     counts, edges = np.histogram(a.records["max_risk"].to_numpy(), bins=np.linspace(0, 1, 11))
     limit = ("" if mr is None else
              f"<p>Acceptable worst case: {fmt(mr)} %: the release is "
@@ -264,6 +208,102 @@ number in the attacker's file (from 0){'' if include_records else '; record valu
 acceptable level is the data owner's policy decision). Generated by linkrisk.</p>
 </main></body></html>
 """
+
+
+
+def _attack_table(order: Sequence[Any]) -> pd.DataFrame:
+    """The report's attack table: one row per attack result, highest rate first."""
+    from ..attacks import ATTACKS
+
+    return pd.DataFrame([{"attack": r.method,
+                         "what it does": ATTACKS[r.method].summary,
+                         "re-identified %": round(100 * r.rate, 2),
+                         "correct links": round(float(r.correct_links), 2),
+                         "mean |C(a)|": round(float(r.per_record["candidates"].mean()), 2),
+                         "seconds": round(r.seconds, 2)} for r in order])
+
+
+def _measure_tables(m: Mapping[str, Any]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The report's utility and risk tables (every row in %, IL1..IL5 shown ×100)."""
+    util_keys = [k for k in ("IL1", "IL2", "IL3", "IL4", "IL5", "IL", "PIL(Q)", "PIL(m)",
+                             "PIL(v)", "PIL(c)", "PIL(r)", "PIL") if k in m]
+    risk_keys = [k for k in ("DLD", "PLD", "RSLD", "ID", "DR", "Score", "worst_case_%")
+                 if k in m]
+    explain = {"IL1": "mean relative change of values", "IL2": "relative change of means",
+               "IL3": "relative change of covariances", "IL4": "relative change of variances",
+               "IL5": "mean change of correlations", "IL": "mean of IL1..IL5",
+               "PIL(Q)": "quantiles", "PIL(m)": "means", "PIL(v)": "variances",
+               "PIL(c)": "covariances", "PIL(r)": "correlations",
+               "PIL": "probabilistic information loss",
+               "DLD": "distance-based linkage (dbrl)", "PLD": "probabilistic linkage (prl)",
+               "RSLD": "rank-swap linkage (rsrl)", "ID": "interval disclosure",
+               "DR": "disclosure risk", "Score": "(IL + DR) / 2, lower is better",
+               "worst_case_%": "worst attack"}
+    # IL1..IL5 are fractions: shown ×100 so that every row of the table is in %
+    scale = {k: 100.0 for k in ("IL1", "IL2", "IL3", "IL4", "IL5")}
+    util = pd.DataFrame([{"measure": k, "value": round(float(m[k]) * scale.get(k, 1.0), 4),
+                          "unit": "%", "meaning": explain[k]} for k in util_keys])
+    risk = pd.DataFrame([{"measure": k, "value": round(float(m[k]), 4),
+                          "unit": "" if k == "Score" else "%", "meaning": explain[k]}
+                         for k in risk_keys])
+    return util, risk
+
+
+def _exposed_records(a: Assessment, include_records: bool) -> pd.DataFrame:
+    """The 20 most exposed records (their QI values only with ``include_records``)."""
+    from ..assessment import records_at_risk
+
+    s = a.settings
+    top = records_at_risk(a.records, 20).copy()
+    keep = ["max_risk", "best_attack", "share"] + (
+        [c for c in top.columns if c in s["qi"]] if include_records else [])
+    top = top[[c for c in keep if c in top.columns]]
+    top.insert(0, "record", top.index)
+    return top.rename(columns={"max_risk": "risk", "best_attack": "best attack",
+                               "share": "share of attacks"})
+
+
+def _settings_table(a: Assessment) -> pd.DataFrame:
+    """The report's settings table."""
+    s = a.settings
+    mr = s.get("max_risk")
+    return pd.DataFrame([
+        {"setting": "quasi-identifiers used", "value": ", ".join(map(str, s["qi"]))},
+        {"setting": "attribute kinds", "value": ", ".join(f"{k}: {v}" for k, v in s["kinds"].items())},
+        {"setting": "records (attacker / released)", "value": f"{s['n_attacker']:,} / {s['n_released']:,}"},
+        {"setting": "linkage direction", "value": s["direction"]},
+        {"setting": "truth", "value": s["truth"]},
+        {"setting": "attacks", "value": ", ".join(s["attacks"])},
+        {"setting": "attack parameters", "value": "; ".join(
+            f"{k}: {', '.join(f'{p}={v}' for p, v in d.items())}" for k, d in s["params"].items()) or "defaults"},
+        {"setting": "rank-swap p", "value": "—" if s["rank_swap_p"] is None else str(s["rank_swap_p"])},
+        {"setting": "acceptable worst case (--max-risk)", "value": "not set" if mr is None else f"{fmt(mr)} %"},
+        {"setting": "seed / memory budget", "value": f"{s['seed']} / {s['memory_budget'] / 2**20:.0f} MiB"},
+        {"setting": "linkrisk / date", "value": f"{s['linkrisk']} / {s['date']}"},
+        {"setting": "run time", "value": f"{a.seconds:.1f} s"},
+    ])
+
+
+
+def _input_rows(inputs: Sequence[Mapping[str, Any]] | None) -> str:
+    """The rows of the report's input-file table (role, name, SHA-256)."""
+    return "".join(f"<tr><td class=\"l\">{html.escape(str(f.get('role', '')))}</td>"
+                   f"<td class=\"l\">{html.escape(str(f.get('name', '')))}</td>"
+                   f"<td class=\"l\"><code>{html.escape(str(f.get('sha256', '')))}</code></td></tr>"
+                   for f in (inputs or []))
+
+
+def _cards(a: Assessment, sure: int, half: int) -> str:
+    """The summary cards under the verdict."""
+    m = a.measures
+    return "".join(
+        f'<div class="card"><div class="v">{v}</div><div class="k">{html.escape(k)}</div></div>'
+        for k, v in [("records certainly re-identified", f"{sure:,}"),
+                     ("records with risk ≥ 0.5", f"{half:,}"),
+                     ("attacks run", f"{len(a.results)}"),
+                     ("attacks not run", f"{len(a.skipped)}"),
+                     *([("information loss IL", f"{fmt(m['IL'])} %")] if "IL" in m else []),
+                     *([("Score", fmt(m["Score"]))] if "Score" in m else [])])
 
 
 def _bands_text(max_risk: float | None) -> str:
