@@ -236,7 +236,7 @@ def _compiled_walk_cost(cmp: Comparison) -> float:
 
 #: groups with at most this many (a, b) pairs are finished on the spot by comparing the pairs
 #: on the attributes left (pair counts and minimum; not for the draws, which follow the walk)
-_SMALL = 16
+_SMALL = 64
 
 
 @nb.njit(cache=True)
@@ -386,7 +386,7 @@ def _scratch(codes, size):
 
 @nb.njit(cache=True)
 def _dfs(codes, size, n_a, mode, rows, seg, s, first, score_k, rtol, best, thr_of, thr,
-         base, count, link, at_least):
+         base, count, link, at_least, small_lim=_SMALL):
     """The walk below the subset ``s`` (its rows and groups: ``rows``, ``seg``), children
     from attribute ``first`` on, in depth-first order: ``_COUNT`` adds to ``at_least``
     (pairs agreeing on at least S), ``_MIN`` lowers ``best`` to each A row's minimal score,
@@ -394,7 +394,7 @@ def _dfs(codes, size, n_a, mode, rows, seg, s, first, score_k, rtol, best, thr_o
     m = codes.shape[1]
     ca, cb, pos, buf, small = _scratch(codes, size)
     full = (1 << m) - 1
-    lim = _SMALL if mode != _COLLECT else 0
+    lim = small_lim if mode != _COLLECT else 0
     rows_l = [rows]
     seg_l = [seg]
     subset = np.zeros(m + 1, np.int64)
@@ -458,7 +458,7 @@ def _walk_kernel(codes, size, n_a, mode, score_k, rtol, best, thr, base, count, 
 
 
 @nb.njit(parallel=True, cache=True)
-def _count_kernel(codes, size, n_a, tasks, at_least):
+def _count_kernel(codes, size, n_a, tasks, at_least, small_lim=_SMALL):
     """Pair counts of "agree on at least S" for every S: the subsets of one or two
     attributes here, the subtree of each two-attribute subset {i, j} as one parallel task
     (the subtrees are disjoint, so are the entries they write)."""
@@ -481,11 +481,11 @@ def _count_kernel(codes, size, n_a, tasks, at_least):
                             small, 0, _COUNT, 1 << i, f, 0.0, at_least, f)
         child = (1 << i) | (1 << j)
         r2, s2, pairs = _refine(r1, s1, codes, j, size[j], n_a, 0.0, f, ca, cb, pos, buf,
-                                small, _SMALL, _COUNT, child, f, 0.0, at_least, f)
+                                small, small_lim, _COUNT, child, f, 0.0, at_least, f)
         at_least[child] += pairs
         if r2.size > 0:
             _dfs(codes, size, n_a, _COUNT, r2, s2, child, j + 1, f, 0.0, f, f, f,
-                 np.empty(0, np.uint64), i0, i0, at_least)
+                 np.empty(0, np.uint64), i0, i0, at_least, small_lim)
 
 
 def _run_walk(codes: np.ndarray, size: np.ndarray, n_a: int, mode: int,
