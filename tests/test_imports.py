@@ -1,6 +1,6 @@
 """The import graph of linkrisk: every module imports, there are no import circles, and
 data flows one way — errors/params → data/file I/O/masking → engine → attacks → measures →
-assessment/experiments/catalog → report → cli → the package's public API. The two engine packages
+assessment/experiments/catalog → report → the package's public API → cli. The two engine packages
 import nothing from above them (only ``linkrisk.errors``), and the nearest-set engine
 nothing from global matching."""
 
@@ -17,7 +17,7 @@ ROOT = Path(linkrisk.__file__).resolve().parent
 #: layer of each top-level part (a module may import only from its own part or lower)
 LAYER = {"errors": 0, "_version": 0, "params": 0, "options": 0, "truth": 0, "data": 1, "grouping": 1, "datasets": 1, "fileio": 1, "masking": 1,
          "engine": 2, "attacks": 3, "measures": 4, "assessment": 5, "experiments": 5,
-         "catalog": 5, "report": 6, "cli": 7, "": 8, "__main__": 8}
+         "catalog": 5, "report": 6, "": 7, "cli": 8, "__main__": 9}
 #: known edges against the flow: ``Assessment.to_html`` renders through the report package
 #: (a lazy import inside the method, so no module-level circle); delete the entry when the
 #: rendering call moves out of the result object.

@@ -181,8 +181,8 @@ def test_api_argument_types(pair):
     assert r.method == "dbrl"
     with pytest.raises(LinkriskError, match="qi must be"):
         linkrisk.attack(orig, rel, qi=5)
-    with pytest.raises(LinkriskError, match="runs one method"):
-        linkrisk.attack(orig, rel, method=["dbrl", "prl"])
+    both = linkrisk.attack(orig, rel, method=["dbrl", "prl"])  # several: a mapping
+    assert list(both) == ["dbrl", "prl"] and both["dbrl"].rate == r.rate
     with pytest.raises(LinkriskError, match="method must be"):
         linkrisk.attack(orig, rel, method=5)
     with pytest.raises(LinkriskError, match="two columns named 'v1'"):

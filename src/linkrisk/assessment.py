@@ -14,9 +14,18 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .attacks import make_context, resolve_methods, run_attack, truth_description, why_not
+from .attacks import (
+    GLOBAL_MAX_N,
+    LinkSettings,
+    make_context,
+    resolve_methods,
+    run_attacks,
+    truth_description,
+    why_not,
+)
 from .attacks.base import AttackResult, _plain
-from .engine.nearest import DEFAULT_MEMORY_BUDGET, Progress
+from .attacks.settings import resolve_settings
+from .engine.nearest import Progress
 from .errors import LinkriskError, LinkriskWarning
 from .measures import (
     disclosure_risk,
@@ -33,9 +42,8 @@ NUMERIC_ATTACKS = ("dbrl", "dbrl2", "dbrl_l1", "mahalanobis", "mahalanobis0", "k
                    "rbrl_sum", "rbrl_max", "prl")
 CATEGORICAL_ATTACKS = ("dbrl_hamming", "prl")
 MIXED_ATTACKS = ("dbrl_mixed", "prl")
-#: ``attacks="all"`` adds the global attack up to this many records (it is O(n log n)
-#: in practice but minutes at 10⁵; ask for it by name to run it on larger files)
-GLOBAL_MAX_N = 20_000
+# GLOBAL_MAX_N (imported above): ``attacks="all"`` adds the global attack up to this many
+# records, the same limit as ``linkrisk.attack(..., method="all")``
 
 
 @dataclass
@@ -148,10 +156,11 @@ def assess(
     rank_swap_p: float | None = None,
     params: Mapping[str, Mapping[str, Any]] | None = None,
     global_max_n: int = GLOBAL_MAX_N,
-    memory_budget: int | str = DEFAULT_MEMORY_BUDGET,
-    seed: int = 0,
+    settings: LinkSettings | None = None,
+    memory_budget: int | str | None = None,
+    seed: int | None = None,
     progress: Callable[[str], Progress | None] | None = None,
-    assume_row_order: bool = False,
+    assume_row_order: bool | None = None,
     max_risk: float | None = None,
     weights: str | None = None,
     household: str | None = None,
@@ -164,7 +173,10 @@ def assess(
     up to ``global_max_n`` records, and the rank-swap attacks when ``rank_swap_p`` is
     given; the others are listed in ``skipped`` with the reason) or a list of names (each
     must apply to the files). ``params``: per-attack parameters, e.g. ``{"prl": {"q":
-    20}}``. ``progress(label)`` returns a ``(done, total)`` callback for each attack (or
+    20}}``. ``settings``: the linkage options as one :class:`~linkrisk.LinkSettings`
+    (``qi``, ``ids``, ``kinds``, ``memory_budget``, ``seed``, ``assume_row_order`` given
+    as keywords override it; the default QIs are screened, ``screen_qi=True``).
+    ``progress(label)`` returns a ``(done, total)`` callback for each attack (or
     None). ``assume_row_order``: skip the check that row order is a plausible truth when no
     ``ids`` are given (:func:`linkrisk.truth.row_order_check`). ``max_risk``: the
     acceptable worst case in % (sets the verdict bands, see :attr:`Assessment.exceeds`).
@@ -191,11 +203,17 @@ def assess(
         raise LinkriskError(f"rank_swap_p must be in (0, 100], got {rank_swap_p}")
     explicit = not (isinstance(attacks, str) and attacks == "all")
     names = resolve_methods(attacks) if explicit else []
+    st = resolve_settings(settings, qi=qi, ids=ids, kinds=kinds,
+                          memory_budget=memory_budget, seed=seed,
+                          assume_row_order=assume_row_order, screen_qi=True)
+    if st.direction != "original->masked":
+        raise LinkriskError("assess links the original file to the release "
+                            "(direction original->masked); use linkrisk.attack for the "
+                            "other direction")
+    ids = None if st.ids is None else list(st.ids)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", LinkriskWarning)
-        ctx, direction = make_context(original, masked, qi, ids=ids, kinds=kinds,
-                                      memory_budget=memory_budget, seed=seed,
-                                      assume_row_order=assume_row_order, screen_qi=True)
+        ctx, direction = make_context(original, masked, settings=st)
     warned = [str(w.message) for w in caught if issubclass(w.category, LinkriskWarning)]
     for w in caught:
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
@@ -232,14 +250,8 @@ def assess(
             skipped[name] = why
     runnable = [n for n in names if n not in skipped]
 
-    results: dict[str, AttackResult] = {}
-    for name in runnable:
-        ctx.progress = progress(name) if progress is not None else None
-        try:
-            results[name] = run_attack(ctx, name, direction, **params.get(name, {}))
-        except LinkriskError as exc:
-            skipped[name] = str(exc)
-    ctx.progress = None
+    results, failed = run_attacks(ctx, runnable, params, progress_for=progress)
+    skipped.update(failed)
     if not results:
         raise LinkriskError("no attack could run: " + "; ".join(f"{k}: {v}"
                                                                for k, v in skipped.items()))

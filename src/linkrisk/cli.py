@@ -38,22 +38,20 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
-from . import datasets as ds
-from .attacks import (
+import linkrisk
+from linkrisk import (
     ATTACKS,
-    attack_params,
-    make_context,
+    LinkSettings,
+    check_seed,
+    parse_columns,
+    parse_kinds,
+    parse_params,
+    parse_percent,
     resolve_methods,
-    run_attack,
-    truth_description,
-    why_not,
 )
-from .data import parse_columns, parse_kinds
-from .errors import LinkriskError, LinkriskWarning
-from .fileio import atomic_write_text, check_output, input_label, read_inputs, write_table
-from .options import check_seed, parse_percent, parse_size
-from .options import parse_params as parse_params  # noqa: PLC0414  (re-exported)
-from .options import parse_value as parse_value  # noqa: PLC0414
+from linkrisk import datasets as ds
+from linkrisk.errors import LinkriskError, LinkriskWarning
+from linkrisk.fileio import atomic_write_text, check_output, input_label, read_inputs, write_table
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   rich_markup_mode=None,
@@ -96,9 +94,7 @@ class Interrupted(Exception):
 
 def _version(value: bool) -> None:
     if value:
-        from ._version import __version__
-
-        print(f"linkrisk {__version__}")
+        print(f"linkrisk {linkrisk.__version__}")
         raise typer.Exit()
 
 
@@ -232,74 +228,34 @@ def attack(
                                                        "(default: a local cluster)")] = None,
 ) -> None:
     """Link MASKED back to ORIGINAL and count correct links for each attack."""
-    from .assessment import GLOBAL_MAX_N
-
-    everything = method.strip() == "all"
-    methods = resolve_methods(method)
+    settings = LinkSettings(qi=qi, ids=ids, kinds=merge_kinds(kinds, nominal),
+                            direction=direction, memory_budget=memory, seed=seed,
+                            backend=backend, scheduler=scheduler,
+                            assume_row_order=assume_row_order, screen_qi=True)
+    chosen = "all" if method.strip() == "all" else resolve_methods(method)
     params = parse_params(param)
-    accepted = {m: attack_params(m) for m in methods}
-    unused = [k for k in params if not any(k in acc for acc in accepted.values())]
-    if unused:
-        raise LinkriskError(f"no chosen attack takes parameter {unused[0]!r}")
-    budget = parse_size(memory)
-    seed = check_seed(seed)
-    k = merge_kinds(kinds, nominal)
     check_output(per_record, force, what="--per-record file")
     a, b = read_inputs(original, masked)
-    ctx, direction = make_context(a, b, qi, ids=ids, kinds=k, direction=direction,
-                                  memory_budget=budget, seed=seed, backend=backend,
-                                  scheduler=scheduler, assume_row_order=assume_row_order,
-                                  screen_qi=True)
-    skipped: dict[str, str] = {}
-    for mth in methods:  # every attack's applicability before any runs
-        mine = {p: v for p, v in params.items() if p in accepted[mth]}
-        why = why_not(ctx, mth, mine)
-        if why is None and everything and mth == "gdbrl" and max(ctx.n_a, ctx.n_b) > GLOBAL_MAX_N:
-            why = (f"files above {GLOBAL_MAX_N:,} records (the global attack takes minutes "
-                   "there); ask for it by name (--method gdbrl) to run it")
-        if why is not None:
-            if not everything:
-                raise LinkriskError(f"{mth} cannot run on these files: {why}")
-            skipped[mth] = why
-    if everything and len(skipped) == len(methods):
-        raise LinkriskError("no attack applies to these files: "
-                            + "; ".join(f"{k}: {v}" for k, v in skipped.items()))
-    if backend == "dask" and scheduler is None:  # one local cluster for all attacks
-        from .engine.nearest.distributed import client_for
-
-        ctx.scheduler, _ = client_for(None)
-    results, frames, failed = [], [], {}
-    with progress_bar() as bar:
-        for mth in methods:
-            if mth in skipped:
-                continue
-            ctx.progress = bar(mth)
-            mine = {p: v for p, v in params.items() if p in accepted[mth]}
-            try:
-                res = run_attack(ctx, mth, direction, **mine)
-            except LinkriskError as exc:
-                failed[mth] = str(exc)
-                continue
-            results.append(res.to_dict())
-            frames.append(res.per_record.add_prefix(f"{mth}_"))
-    if everything:
-        skipped.update(failed)
-        failed = {}
-    if per_record is not None and frames:
+    with progress_bar() as bar:  # one bar per attack; failures are listed, then reported
+        res = linkrisk.attack(a, b, chosen, settings=settings, progress_for=bar,
+                              errors="collect", **params)
+    results = res.to_dicts()
+    if per_record is not None and res:
+        frames = [r.per_record.add_prefix(f"{m}_") for m, r in res.items()]
         atomic_write_text(per_record, pd.concat(frames, axis=1).to_csv(), force=force)
     if as_json:
         print(json.dumps(results, indent=2))
     elif results:
         out.print(rate_table(results, f"{input_label(original)} → {input_label(masked)}: "
-                                      f"{len(ctx.qi)} QIs, "
-                                      f"{direction}"))
-        out.print(f"QIs used: {escape(', '.join(map(str, ctx.qi)))}", soft_wrap=True)
-        out.print(f"truth: {escape(truth_description(ctx, ids))}", soft_wrap=True)
-    say_skipped(skipped)
-    if failed:
-        name, why = next(iter(failed.items()))
-        raise LinkriskError(f"{name}: {why}" + (f" (and {len(failed) - 1} more attacks failed)"
-                                                 if len(failed) > 1 else ""))
+                                      f"{len(res.qi)} QIs, "
+                                      f"{res.direction}"))
+        out.print(f"QIs used: {escape(', '.join(map(str, res.qi)))}", soft_wrap=True)
+        out.print(f"truth: {escape(res.truth)}", soft_wrap=True)
+    say_skipped(res.skipped)
+    if res.failed:
+        name, why = next(iter(res.failed.items()))
+        raise LinkriskError(f"{name}: {why}" + (f" (and {len(res.failed) - 1} more attacks "
+                                                 "failed)" if len(res.failed) > 1 else ""))
 
 
 @app.command("assess")
@@ -339,25 +295,22 @@ def assess_cmd(
     """Run every applicable attack and the risk/utility measures; print a verdict and write
     an HTML report (-o). With categorical QIs also the frequency and population risk of the
     release (k-anonymity, individual and household risk, SUDA2)."""
-    from .assessment import assess, records_at_risk
-
     if method is not None and attacks is not None and method != attacks:
         raise LinkriskError("give the attacks once, with --method")
     chosen = method or attacks or "all"
     if chosen.strip() != "all":
         resolve_methods(chosen)
     limit = None if max_risk is None else parse_percent(max_risk)
-    budget = parse_size(memory)
-    seed = check_seed(seed)
-    k = merge_kinds(kinds, nominal)
+    settings = LinkSettings(qi=qi, ids=ids, kinds=merge_kinds(kinds, nominal),
+                            memory_budget=memory, seed=seed,
+                            assume_row_order=assume_row_order, screen_qi=True)
     check_output(output, force, what="report")
     a, b = read_inputs(original, masked)
     with progress_bar() as bar:
-        res = assess(a, b, qi, "all" if chosen.strip() == "all" else chosen,
-                     ids=parse_columns(ids), kinds=k, rank_swap_p=rank_swap_p,
-                     memory_budget=budget, seed=seed, progress=bar,
-                     assume_row_order=assume_row_order, max_risk=limit, weights=weights,
-                     household=household, suda_max_size=suda_max_size)
+        res = linkrisk.assess(a, b, attacks="all" if chosen.strip() == "all" else chosen,
+                              settings=settings, rank_swap_p=rank_swap_p, progress=bar,
+                              max_risk=limit, weights=weights, household=household,
+                              suda_max_size=suda_max_size)
     if output is not None:
         inputs = [{"role": role, "name": str(p), "sha256": sha256(p) or _not_a_file(p)}
                   for role, p in (("original", original), ("released", masked))]
@@ -385,7 +338,7 @@ def assess_cmd(
                  for k in ("IL", "PIL", "ID", "DR", "Score") if k in m]
         if shown:
             out.print("measures: " + ", ".join(shown))
-        top = records_at_risk(res.records, 1)
+        top = linkrisk.records_at_risk(res.records, 1)
         out.print(f"QIs used: {escape(', '.join(map(str, res.settings['qi'])))}", soft_wrap=True)
         out.print(f"Worst case: [bold]{escape(w.method)}[/] re-identifies {pct:.2f} % of the "
                   f"records ({w.correct_links:,.2f} of {w.n:,}); "
@@ -433,16 +386,14 @@ def study_cmd(
 ) -> None:
     """Run a replicated study (grid of datasets × masking × parameters × attacks); resumes
     from the cache in its output folder."""
-    from .experiments import study
-
     if output is not None and output.exists() and not output.is_dir():
         raise LinkriskError(f"{output} is a file; the study writes a folder")
     if output is not None and not output.parent.is_dir():
         raise LinkriskError(f"cannot create {output}: directory {output.parent} does not exist")
     with progress_bar() as bar:
-        res = study(config, data_dir=data_dir, out_dir=output, replications=replications,
-                    processes=processes, quick=quick, force=force,
-                    progress=bar(f"study {config}"))
+        res = linkrisk.study(config, data_dir=data_dir, out_dir=output,
+                             replications=replications, processes=processes, quick=quick,
+                             force=force, progress=bar(f"study {config}"))
     err.print(f"{res.tasks:,} replications ({res.cached:,} from the cache); wrote "
               + ", ".join(escape(str(f)) for f in res.files), soft_wrap=True)
     att = res.summary[res.summary["kind"] == "attack"]
@@ -501,10 +452,9 @@ def choose_cmd(
 ) -> None:
     """Sweep masking methods × parameters, draw the risk–utility map and recommend the
     release with the least information loss under a risk limit."""
-    from .experiments.choose import choose, parse_method, parse_percent, sidecar_path
+    from linkrisk import parse_method, sidecar_path
 
     grids = [parse_method(m) for m in method or []]  # grid errors before any work
-    parse_percent(max_risk)
     outs = [p for p in (output, png, csv, parquet, json_out, write_release) if p is not None]
     if write_release is not None:
         outs.append(sidecar_path(write_release))
@@ -515,9 +465,7 @@ def choose_cmd(
     if write_release is not None:
         check_output(write_release, force, table=True, what="release")
     if output is not None or png is not None:
-        from .experiments.choose_report import require_matplotlib
-
-        require_matplotlib()
+        linkrisk.require_matplotlib()
     if parquet is not None:
         try:
             import pyarrow  # noqa: F401
@@ -535,10 +483,11 @@ def choose_cmd(
 
     with progress_bar() as bar:
         cb = bar("choose") if err.is_terminal else plain
-        res = choose(original, grids or None, max_risk=max_risk, risk_attacks=risk_attacks,
-                     replications=replications, qi=qi, confidential=confidential,
-                     ordered=ordered, seed=seed, processes=processes, cache_dir=cache,
-                     data_dir=data_dir, progress=cb)
+        res = linkrisk.choose(original, grids or None, max_risk=max_risk,
+                              risk_attacks=risk_attacks, replications=replications, qi=qi,
+                              confidential=confidential, ordered=ordered, seed=seed,
+                              processes=processes, cache_dir=cache, data_dir=data_dir,
+                              progress=cb)
     secs = time.perf_counter() - t0
     err.print(escape(f"{res.tasks:,} replications ({res.cached:,} from the cache {cache}) in "
                      f"{secs:.0f} s"), highlight=False)
@@ -552,7 +501,7 @@ def choose_cmd(
     if csv is not None:
         written.append(atomic_write_text(csv, table.to_csv(index=False), force=force))
     if parquet is not None:
-        from .fileio import atomic_path
+        from linkrisk.fileio import atomic_path
 
         with atomic_path(parquet, force=force) as tmp:
             table.assign(value=table["value"].astype(str)).to_parquet(tmp, index=False)
@@ -610,16 +559,15 @@ def mask_cmd(
     force: Annotated[bool, typer.Option("--force", help="overwrite OUTPUT")] = False,
 ) -> None:
     """Mask INPUT with a protection method and write the release to OUTPUT."""
-    from .masking import METHODS, mask
-
-    if method not in METHODS:
-        raise LinkriskError(f"unknown masking method {method!r}; choose from {', '.join(METHODS)}")
+    methods = linkrisk.catalog.METHODS
+    if method not in methods:
+        raise LinkriskError(f"unknown masking method {method!r}; choose from {', '.join(methods)}")
     params = parse_params(param)
     drawn = seed is None
     seed = check_seed(secrets.randbelow(2**31) if drawn else seed)
     check_output(output, force, table=True, what="release")
     (df,) = read_inputs(input)
-    res = mask(df, method, columns=parse_columns(columns), seed=seed, **params)
+    res = linkrisk.mask(df, method, columns=parse_columns(columns), seed=seed, **params)
     same = [c for c in res.columns if c in df.columns and _same(df[c], res[c])]
     if len(same) == res.shape[1]:
         warnings.warn(f"the release equals the input on every column ({len(res):,} record"
@@ -650,26 +598,22 @@ def demo(
                                                          "instead of the table")] = False,
 ) -> None:
     """Mask a built-in synthetic file a few ways and attack each release (no files needed)."""
-    from .masking import mask
-
-    seed = check_seed(seed)
+    settings = LinkSettings(seed=seed)
     if n < 10 or m < 1:
         raise LinkriskError("the demo needs --n ≥ 10 records and --m ≥ 1 attributes")
-    orig = ds.synthetic(n, m, seed=seed)
+    orig = ds.synthetic(n, m, seed=settings.seed)
     releases = [("noise", {"a": 0.25}), ("noise", {"a": 1.0}), ("rank_swap", {"p": 5}),
                 ("microaggregation_ir", {"k": 5}), ("mdav", {"k": 3})]
     attacks = ["dbrl", "mahalanobis", "rbrl_sum", "rbrl_max"]
     rows = []
     with progress_bar() as bar:
         for i, (meth, prm) in enumerate(releases):
-            rel = mask(orig, meth, seed=seed + 1 + i, **prm)
-            ctx, direction = make_context(orig, rel, seed=seed)
+            rel = linkrisk.mask(orig, meth, seed=settings.seed + 1 + i, **prm)
             label = f"{meth}({', '.join(f'{k}={v}' for k, v in prm.items())})"
-            for att in attacks:
-                ctx.progress = bar(f"{label} {att}")
-                r = run_attack(ctx, att, direction)
-                rows.append({"masking": label, "attack": att, "rate": r.rate,
-                             "correct_links": r.correct_links})
+            res = linkrisk.attack(orig, rel, attacks, settings=settings,
+                                  progress_for=lambda att, label=label: bar(f"{label} {att}"))
+            rows += [{"masking": label, "attack": att, "rate": r.rate,
+                      "correct_links": r.correct_links} for att, r in res.items()]
     if as_json:
         print(json.dumps(rows, indent=2))
         return
@@ -692,10 +636,7 @@ def methods(
                                            "docs/methods.md instead")] = False,
 ) -> None:
     """List the attacks and masking methods with their parameters (docs/methods.md)."""
-    from rich.markup import escape
-
-    from . import catalog
-
+    catalog = linkrisk.catalog
     if markdown:
         print(catalog.markdown_all(), end="")
         return

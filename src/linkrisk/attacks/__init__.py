@@ -1,20 +1,20 @@
-"""Record-linkage attacks behind one entry point, :func:`attack` (definitions:
-docs/methods.md, Attacks)."""
+"""Record-linkage attacks behind one entry point, :func:`attack`, which runs one method or
+several on one frozen :class:`LinkContext` built from one :class:`LinkSettings`
+(definitions: docs/methods.md, Attacks)."""
 
 from __future__ import annotations
 
 import time
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from ..data import attribute_kinds, parse_columns, select_qi, truth_from_ids
-from ..engine.nearest import DEFAULT_MEMORY_BUDGET, Progress
+from ..engine.nearest import Progress
 from ..errors import LinkriskError, LinkriskWarning
-from ..options import check_seed, parse_size
 from ..truth import row_order_check
 
 # the import order is the registry's order (docs, ``linkrisk methods``, "all"): dbrl and its
@@ -24,13 +24,11 @@ from . import distance  # noqa: F401  (registers the attacks)
 # isort: split
 from . import categorical, globalmatch, probabilistic, rank, rankswap  # noqa: F401
 from .base import ATTACKS, AttackResult, LinkContext, Outcome
+from .settings import DIRECTIONS, LinkSettings, resolve_settings
 
-DIRECTIONS = {
-    "original->masked": "original->masked", "forward": "original->masked",
-    "o2m": "original->masked",
-    "masked->original": "masked->original", "backward": "masked->original",
-    "m2o": "masked->original",
-}
+#: ``method="all"`` (and ``assess``) leaves the global attack out above this many records
+#: (it is O(n log n) in practice but minutes at 10⁵; ask for it by name to run it)
+GLOBAL_MAX_N = 20_000
 
 
 def resolve_methods(methods: str | Sequence[str]) -> list[str]:
@@ -112,25 +110,34 @@ def make_context(
     masked: pd.DataFrame,
     qi: str | Sequence[str] | None = None,
     *,
+    settings: LinkSettings | None = None,
     ids: str | Sequence[str] | None = None,
     kinds: Mapping[str, str] | None = None,
-    direction: str = "original->masked",
-    memory_budget: int | str = DEFAULT_MEMORY_BUDGET,
-    seed: int = 0,
+    direction: str | None = None,
+    memory_budget: int | str | None = None,
+    seed: int | None = None,
     progress: Progress | None = None,
-    backend: str = "local",
+    backend: str | None = None,
     scheduler: Any = None,
-    assume_row_order: bool = False,
-    screen_qi: bool = False,
+    assume_row_order: bool | None = None,
+    screen_qi: bool | None = None,
 ) -> tuple[LinkContext, str]:
-    """Validate the inputs once and build the :class:`LinkContext` shared by attacks.
+    """Validate the inputs once and build the (frozen) :class:`LinkContext` shared by
+    attacks; returns it with the canonical direction.
 
+    The linkage options are ``settings`` (a :class:`LinkSettings`, default
+    ``LinkSettings()``) with the keywords given (not None) applied, ``qi`` included.
     Integer columns with few distinct values are read as nominal codes
     (:func:`linkrisk.data.attribute_kinds`); with ``screen_qi`` (``assess`` and the CLI)
     the default QIs also leave out id-like, weight-like and unchanged columns
-    (:func:`linkrisk.data.select_qi`). Each such decision is a :class:`LinkriskWarning`. Without ``ids`` the truth is row order, which is checked
-    first (:func:`linkrisk.truth.row_order_check`) unless ``assume_row_order``; the check's
+    (:func:`linkrisk.data.select_qi`). Each such decision is a :class:`LinkriskWarning`
+    (and in ``ctx.notes``). Without ``ids`` the truth is row order, which is checked first
+    (:func:`linkrisk.truth.row_order_check`) unless ``assume_row_order``; the check's
     outcome is ``ctx.truth_check``."""
+    st = resolve_settings(settings, qi=qi, ids=ids, kinds=kinds, direction=direction,
+                          memory_budget=memory_budget, seed=seed, progress=progress,
+                          backend=backend, scheduler=scheduler,
+                          assume_row_order=assume_row_order, screen_qi=screen_qi)
     for name, df in (("original", original), ("masked", masked)):
         if not isinstance(df, pd.DataFrame):
             raise LinkriskError(f"the {name} file must be a pandas DataFrame, got {type(df).__name__}")
@@ -139,34 +146,22 @@ def make_context(
         if df.columns.has_duplicates:
             dup = df.columns[df.columns.duplicated()][0]
             raise LinkriskError(f"the {name} file has two columns named {dup!r}; rename one")
-    if not isinstance(direction, str) or direction not in DIRECTIONS:
-        raise LinkriskError(f"unknown direction {direction!r}; use original->masked or "
-                            "masked->original")
-    direction = DIRECTIONS[direction]
-    seed = check_seed(seed)
-    memory_budget = parse_size(memory_budget)
-    if memory_budget < 2**20:
-        raise LinkriskError("memory budget must be at least 1 MiB")
-    if backend not in ("local", "dask"):
-        raise LinkriskError(f"unknown backend {backend!r}; use 'local' or 'dask'")
-    if kinds is not None and not isinstance(kinds, Mapping):
-        raise LinkriskError(f"kinds must be a mapping column → kind, got {kinds!r}")
+    direction = st.direction
+    ids_ = None if st.ids is None else list(st.ids)
     a_df, b_df = (original, masked) if direction == "original->masked" else (masked, original)
-    truth = truth_from_ids(a_df, b_df, ids)
+    truth = truth_from_ids(a_df, b_df, ids_)
     notes: list[str] = []
     t_ab = truth if direction == "original->masked" else _invert(truth, len(original))
-    cols = select_qi(original, masked, qi, ids, truth=t_ab, notes=notes, screen=screen_qi)
-    k = attribute_kinds(original, cols, kinds, notes=notes)
+    cols = select_qi(original, masked, None if st.qi is None else list(st.qi), ids_,
+                     truth=t_ab, notes=notes, screen=st.screen_qi)
+    k = attribute_kinds(original, cols, dict(st.kinds or {}), notes=notes)
     for note in notes:
         warnings.warn(note, LinkriskWarning, stacklevel=2)
     check = None
-    if parse_columns(ids) is None and not assume_row_order:
-        check = row_order_check(a_df[cols], b_df[cols], cols, k, seed)
+    if ids_ is None and not st.assume_row_order:
+        check = row_order_check(a_df[cols], b_df[cols], cols, k, st.seed)
     ctx = LinkContext(a_df[cols].reset_index(drop=True), b_df[cols].reset_index(drop=True),
-                      cols, k, truth, int(memory_budget), int(seed), progress, direction,
-                      backend, scheduler)
-    ctx.truth_check = check  # type: ignore[attr-defined]
-    ctx.notes = notes  # type: ignore[attr-defined]
+                      cols, k, truth, st, truth_check=check, notes=tuple(notes))
     return ctx, direction
 
 
@@ -178,21 +173,29 @@ def _invert(truth: np.ndarray, n_b: int) -> np.ndarray:
     return out
 
 
-def truth_description(ctx: LinkContext, ids: str | Sequence[str] | None) -> str:
-    """One phrase for the verdict: how the true pairs were defined (and checked)."""
-    cols = parse_columns(ids)
+def truth_description(ctx: LinkContext, ids: str | Sequence[str] | None = None) -> str:
+    """One phrase for the verdict: how the true pairs were defined (and checked); ``ids``
+    defaults to the context's."""
+    cols = parse_columns(ids) or (list(ctx.settings.ids) if ctx.settings.ids else None)
     if cols:
         return f"id column{'s' if len(cols) > 1 else ''} {', '.join(cols)}"
-    check = getattr(ctx, "truth_check", None)
+    check = ctx.truth_check
     if check is None:
         return "row order (assumed: --assume-row-order, not checked)"
     return check.describe()
 
 
-def run_attack(ctx: LinkContext, method: str, direction: str, **params: Any) -> AttackResult:
-    """Run one registered attack on a prepared context and package its result."""
+def run_attack(ctx: LinkContext, method: str, direction: str | None = None, *,
+               progress: Progress | None = None, **params: Any) -> AttackResult:
+    """Run one registered attack on a prepared context and package its result.
+
+    ``direction`` defaults to the context's (it must agree with it); ``progress(done,
+    total)`` reports this attack's progress (default: the settings' callback): the
+    attack runs on :meth:`LinkContext.with_progress`, the context itself is unchanged."""
     if method not in ATTACKS:
         raise LinkriskError(f"unknown attack {method!r}; choose from {', '.join(ATTACKS)}")
+    if direction is None:
+        direction = ctx.direction
     spec = ATTACKS[method]
     accepted = attack_params(method)
     bad = [p for p in params if p not in accepted]
@@ -200,6 +203,8 @@ def run_attack(ctx: LinkContext, method: str, direction: str, **params: Any) -> 
         raise LinkriskError(f"attack {method!r} has no parameter {bad[0]!r}; "
                             f"it accepts: {', '.join(accepted) or 'none'}")
     params = spec.coerce(params)
+    if progress is not None:
+        ctx = ctx.with_progress(progress)
     t0 = time.perf_counter()
     out: Outcome = spec.run(ctx, **params)
     secs = time.perf_counter() - t0
@@ -215,52 +220,187 @@ def run_attack(ctx: LinkContext, method: str, direction: str, **params: Any) -> 
                         seconds=secs)
 
 
+class AttackResults(dict):
+    """The results of several attacks on one pair of files: ``{method: AttackResult}`` in
+    the order asked for (registry order for ``"all"``), as :func:`attack` returns them for
+    several methods.
+
+    Besides the mapping: ``skipped`` (method → why it did not run: not applicable, or with
+    ``"all"`` failed), ``failed`` (named methods that raised while running, with
+    ``errors="collect"``), ``qi``, ``kinds``, ``direction``, ``truth`` (how the true pairs
+    were defined and checked) and ``settings`` (the :class:`LinkSettings`)."""
+
+    def __init__(self, results: Mapping[str, AttackResult] = (), *,
+                 skipped: Mapping[str, str] | None = None,
+                 failed: Mapping[str, str] | None = None, qi: Sequence[str] = (),
+                 kinds: Mapping[str, str] | None = None, direction: str = "original->masked",
+                 truth: str = "", settings: LinkSettings | None = None) -> None:
+        super().__init__(results)
+        self.skipped = dict(skipped or {})
+        self.failed = dict(failed or {})
+        self.qi = list(qi)
+        self.kinds = dict(kinds or {})
+        self.direction = direction
+        self.truth = truth
+        self.settings = settings if settings is not None else LinkSettings()
+
+    def to_dicts(self) -> list[dict[str, Any]]:
+        """Each result's summary (:meth:`AttackResult.to_dict`), in order."""
+        return [r.to_dict() for r in self.values()]
+
+    def __repr__(self) -> str:
+        rates = ", ".join(f"{k}: {r.rate:.4f}" for k, r in self.items())
+        return (f"AttackResults({{{rates}}}"
+                + (f", skipped={list(self.skipped)}" if self.skipped else "")
+                + (f", failed={list(self.failed)}" if self.failed else "") + ")")
+
+
+def route_params(names: Sequence[str], params: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """Each attack's share of ``params``: a parameter goes to every named attack that
+    declares it; one that none declares is an error."""
+    unused = [k for k in params if not any(k in ATTACKS[m].params for m in names)]
+    if unused:
+        raise LinkriskError(f"no chosen attack takes parameter {unused[0]!r}")
+    return {m: {k: v for k, v in params.items() if k in ATTACKS[m].params} for m in names}
+
+
+def run_attacks(ctx: LinkContext, names: Sequence[str],
+                params: Mapping[str, Mapping[str, Any]] | None = None, *,
+                progress_for: Callable[[str], Progress | None] | None = None,
+                stop: bool = False) -> tuple[dict[str, AttackResult], dict[str, str]]:
+    """Run ``names`` one after the other on one prepared context (its column checks,
+    truth, kinds and converted matrices are shared); ``progress_for(name)`` gives each
+    attack its callback. Returns (results, failures): an attack that raises a
+    :class:`LinkriskError` is listed with the message and the others still run (with
+    ``stop``, the error is raised, naming the attack). With
+    ``backend="dask"`` and no scheduler, one local cluster serves every attack (closed
+    at the end)."""
+    params = params or {}
+    owned = None
+    if ctx.backend == "dask" and ctx.scheduler is None and names:
+        from ..engine.nearest.distributed import client_for
+
+        client, own = client_for(None)
+        ctx = ctx.with_scheduler(client)
+        owned = client if own else None
+    results: dict[str, AttackResult] = {}
+    failed: dict[str, str] = {}
+    try:
+        for name in names:
+            cb = progress_for(name) if progress_for is not None else None
+            try:
+                results[name] = run_attack(ctx, name, progress=cb, **params.get(name, {}))
+            except LinkriskError as exc:
+                if stop:
+                    raise LinkriskError(f"{name}: {exc}") from exc
+                failed[name] = str(exc)
+    finally:
+        if owned is not None:
+            owned.close()
+    return results, failed
+
+
 def attack(
     original: pd.DataFrame,
     masked: pd.DataFrame,
-    method: str = "dbrl",
+    method: str | Sequence[str] = "dbrl",
     qi: str | Sequence[str] | None = None,
     *,
+    settings: LinkSettings | None = None,
     ids: str | Sequence[str] | None = None,
     kinds: Mapping[str, str] | None = None,
-    direction: str = "original->masked",
-    memory_budget: int = DEFAULT_MEMORY_BUDGET,
-    seed: int = 0,
+    direction: str | None = None,
+    memory_budget: int | str | None = None,
+    seed: int | None = None,
     progress: Progress | None = None,
-    backend: str = "local",
+    backend: str | None = None,
     scheduler: Any = None,
-    assume_row_order: bool = False,
+    assume_row_order: bool | None = None,
+    progress_for: Callable[[str], Progress | None] | None = None,
+    errors: str = "raise",
     **params: Any,
-) -> AttackResult:
-    """Link ``masked`` back to ``original`` with attack ``method`` and count correct links.
+) -> AttackResult | AttackResults:
+    """Link ``masked`` back to ``original`` with one attack or several and count correct
+    links.
 
-    ``qi``: the quasi-identifiers the attacker knows (default: all common columns);
-    ``ids``: id column(s) present in both files that define the truth (default: row order);
-    ``kinds``: attribute-kind overrides; ``direction``: ``original->masked`` (the attacker
-    holds original records and searches the release, default) or ``masked->original``;
-    ``memory_budget``: bytes of working memory for the blocked engine; ``seed``: tie
-    breaking of the reported link; ``backend``: ``local`` or ``dask`` (nearest-set attacks
-    run block-wise on a Dask cluster, ``scheduler`` = a ``distributed.Client`` or an
-    address; same results); ``assume_row_order``: skip the check that row order is a
-    plausible truth when no ``ids`` are given (see :func:`make_context`). Extra keyword
-    arguments are the method's parameters.
+    Parameters
+    ----------
+    original, masked : pandas.DataFrame
+        The original file and the release.
+    method : str or sequence of str
+        One attack (``"dbrl"`` or ``["dbrl"]``), several (``"dbrl,rbrl_sum"`` or a list),
+        or ``"all"``: every attack that applies to the QIs' kinds (the others, and the
+        global attack above :data:`GLOBAL_MAX_N` records, are listed in ``.skipped``).
+    qi, ids, kinds, direction, memory_budget, seed, progress, backend, scheduler, assume_row_order
+        The linkage options (:class:`LinkSettings`): the keywords given (not None) override
+        those of ``settings``; without ``settings`` they build one. ``qi``: the
+        quasi-identifiers the attacker knows (default: all common columns); ``ids``: id
+        column(s) in both files defining the truth (default: row order, checked unless
+        ``assume_row_order``); ``direction``: ``original->masked`` (default) or
+        ``masked->original``; ``memory_budget``: bytes of working memory of the blocked
+        engine; ``seed``: tie breaking of the reported links; ``backend``: ``local`` or
+        ``dask`` (``scheduler`` = a ``distributed.Client`` or an address; same results).
+    settings : LinkSettings, optional
+        All linkage options in one validated object.
+    progress_for : callable, optional
+        Several methods: ``progress_for(method)`` returns that attack's ``(done, total)``
+        callback (e.g. one progress bar each); default: ``settings.progress`` for all.
+    errors : {"raise", "collect"}
+        ``"raise"`` stops at the first attack that fails with a :class:`LinkriskError`;
+        ``"collect"`` runs the others and lists it in ``.failed`` (named methods).
+        With ``"all"`` a failing attack is listed in ``.skipped``.
+    **params
+        The method's parameters; with several methods each goes to every method that
+        declares it (one that none declares is an error).
 
-    Returns an :class:`AttackResult` with ``correct_links`` = Σ_a χ(true(a)∈C(a))/|C(a)|,
-    ``rate`` = correct_links / n and a ``per_record`` table.
+    Returns
+    -------
+    AttackResult or AttackResults
+        An :class:`AttackResult` for one method; an :class:`AttackResults` mapping
+        (method → result) for several, for ``"all"``, and with ``errors="collect"`` (a
+        failure is then listed, not raised). ``correct_links`` = Σ_a χ(true(a)∈C(a))/|C(a)| (Herranz et al.'s DBRL measure),
+        ``rate`` = correct_links / n and a ``per_record`` table, for each attack. Several
+        attacks share one validated context (column checks, truth, kinds, the row-order
+        check and the numeric conversion are done once); each result equals the one
+        method's separate call bit for bit. Definitions: docs/methods.md, Attacks.
     """
+    if errors not in ("raise", "collect"):
+        raise LinkriskError(f"errors must be 'raise' or 'collect', got {errors!r}")
+    everything = isinstance(method, str) and method.strip() == "all"
     names = resolve_methods(method)
-    if len(names) != 1:
-        raise LinkriskError(f"attack() runs one method, got {', '.join(names)}; loop over them "
-                            "or use linkrisk.assess(..., attacks=[...])")
-    ctx, direction = make_context(original, masked, qi, ids=ids, kinds=kinds,
-                                  direction=direction, memory_budget=memory_budget, seed=seed,
-                                  progress=progress, backend=backend, scheduler=scheduler,
-                                  assume_row_order=assume_row_order)
-    why = why_not(ctx, names[0], params)
-    if why:
-        raise LinkriskError(f"{names[0]} cannot run: {why}")
-    return run_attack(ctx, names[0], direction, **params)
+    single = not everything and len(names) == 1 and errors == "raise"
+    routed = {names[0]: dict(params)} if single else route_params(names, params)
+    st = resolve_settings(settings, qi=qi, ids=ids, kinds=kinds, direction=direction,
+                          memory_budget=memory_budget, seed=seed, progress=progress,
+                          backend=backend, scheduler=scheduler,
+                          assume_row_order=assume_row_order)
+    ctx, direction = make_context(original, masked, settings=st)
+    skipped: dict[str, str] = {}
+    for name in names:  # every attack's applicability before any runs
+        why = why_not(ctx, name, routed[name])
+        if why is None and everything and name == "gdbrl" and max(ctx.n_a, ctx.n_b) > GLOBAL_MAX_N:
+            why = (f"files above {GLOBAL_MAX_N:,} records (the global attack takes minutes "
+                   "there); ask for it by name (--method gdbrl) to run it")
+        if why is not None:
+            if not everything:
+                raise LinkriskError(f"{name} cannot run on these files: {why}")
+            skipped[name] = why
+    if everything and len(skipped) == len(names):
+        raise LinkriskError("no attack applies to these files: "
+                            + "; ".join(f"{k}: {v}" for k, v in skipped.items()))
+    if single:
+        return run_attack(ctx, names[0], direction, **routed[names[0]])
+    runnable = [n for n in names if n not in skipped]
+    results, failed = run_attacks(ctx, runnable, routed, progress_for=progress_for,
+                                  stop=errors == "raise" and not everything)
+    if everything:
+        skipped.update(failed)
+        failed = {}
+    return AttackResults(results, skipped=skipped, failed=failed, qi=ctx.qi, kinds=ctx.kinds,
+                         direction=direction, truth=truth_description(ctx), settings=st)
 
 
-__all__ = ["ATTACKS", "AttackResult", "LinkriskWarning", "attack", "attack_params",
-           "make_context", "resolve_methods", "run_attack", "truth_description", "why_not"]
+__all__ = ["ATTACKS", "DIRECTIONS", "GLOBAL_MAX_N", "AttackResult", "AttackResults",
+           "LinkContext", "LinkSettings", "LinkriskWarning", "attack", "attack_params",
+           "make_context", "resolve_methods", "route_params", "run_attack", "run_attacks",
+           "truth_description", "why_not"]

@@ -4,6 +4,7 @@ docs/methods.md)."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -12,29 +13,70 @@ import numpy as np
 import pandas as pd
 
 from ..data import numeric_matrix
-from ..engine.nearest import DEFAULT_MEMORY_BUDGET, NearestSets, Progress, nearest_sets
+from ..engine.nearest import NearestSets, Progress, nearest_sets
 from ..errors import LinkriskError
 from ..params import Param, as_params, coerce_params
+from .settings import LinkSettings
 
 
-@dataclass
+@dataclass(frozen=True)
 class LinkContext:
     """What an attack sees: the attacker's file A and the released file B restricted to the
     QI columns, attribute kinds, and truth (``truth[i]`` = row of B that is A's row i, −1
-    when absent). ``direction`` says which file is the original (``original->masked``: A)."""
+    when absent), and the :class:`~linkrisk.attacks.settings.LinkSettings` of the linkage
+    (``settings.direction`` says which file is the original: ``original->masked``: A).
+
+    The context is frozen: a caller never assigns to it. One attack's progress callback is
+    passed to :func:`linkrisk.attacks.run_attack` (which runs on :meth:`with_progress`, a
+    copy sharing the converted matrices). ``truth_check``: the row-order check's outcome
+    (None with ids or ``assume_row_order``); ``notes``: what the QI screening and kind
+    inference decided."""
 
     a_df: pd.DataFrame
     b_df: pd.DataFrame
     qi: list[str]
     kinds: dict[str, str]
     truth: np.ndarray
-    memory_budget: int = DEFAULT_MEMORY_BUDGET
-    seed: int = 0
-    progress: Progress | None = None
-    direction: str = "original->masked"
-    backend: str = "local"
-    scheduler: Any = None
-    _num: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False)
+    settings: LinkSettings = field(default_factory=LinkSettings)
+    truth_check: Any = None
+    notes: tuple[str, ...] = ()
+    #: converted matrices, shared by the copies of :meth:`with_progress` (a matrix handed
+    #: over by :meth:`take_numeric` is gone for all of them: it may be overwritten)
+    _cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def memory_budget(self) -> int:
+        return self.settings.memory_budget
+
+    @property
+    def seed(self) -> int:
+        return self.settings.seed
+
+    @property
+    def progress(self) -> Progress | None:
+        return self.settings.progress
+
+    @property
+    def direction(self) -> str:
+        return self.settings.direction
+
+    @property
+    def backend(self) -> str:
+        return self.settings.backend
+
+    @property
+    def scheduler(self) -> Any:
+        return self.settings.scheduler
+
+    def with_progress(self, progress: Progress | None) -> LinkContext:
+        """This context with another progress callback (a copy; this one is unchanged)."""
+        if progress is self.settings.progress:
+            return self
+        return dataclasses.replace(self, settings=self.settings.with_(progress=progress))
+
+    def with_scheduler(self, scheduler: Any) -> LinkContext:
+        """This context on another Dask scheduler (a copy; this one is unchanged)."""
+        return dataclasses.replace(self, settings=self.settings.with_(scheduler=scheduler))
 
     @property
     def n_a(self) -> int:
@@ -46,7 +88,7 @@ class LinkContext:
 
     def numeric(self) -> tuple[np.ndarray, np.ndarray]:
         """A and B as float64 matrices (errors name non-numeric columns and NaNs)."""
-        if self._num is None:
+        if "num" not in self._cache:
             non_num = [c for c in self.qi if self.kinds.get(c) != "numeric"]
             if non_num:
                 raise LinkriskError(
@@ -54,16 +96,16 @@ class LinkContext:
                     f"{'is' if len(non_num) == 1 else 'are'} categorical; choose numeric columns "
                     "with --qi or use a categorical attack"
                 )
-            self._num = (numeric_matrix(self.a_df, self.qi, what="attacker's file"),
-                         numeric_matrix(self.b_df, self.qi, what="released file"))
-        return self._num
+            self._cache["num"] = (numeric_matrix(self.a_df, self.qi, what="attacker's file"),
+                                  numeric_matrix(self.b_df, self.qi, what="released file"))
+        return self._cache["num"]
 
     def take_numeric(self) -> tuple[np.ndarray, np.ndarray]:
         """A and B as float64 matrices the caller owns and may overwrite: the cached pair is
         handed over and forgotten (a later :meth:`numeric` rebuilds it). Transforms then work
         in place, so that a 10⁶-record attack holds one matrix per file, not two."""
         num = self.numeric()
-        self._num = None
+        del self._cache["num"]
         return num
 
     def nearest(self, a: np.ndarray, b: np.ndarray, metric: str, *,

@@ -151,7 +151,7 @@ def _qi_sets(study: Study, ds: DatasetSpec) -> list[tuple[str, list[str] | None]
 
 def run_task(task: Task) -> list[dict[str, Any]]:
     """Mask, attack with every QI set, add the measures; one row per result."""
-    from ..attacks import make_context, run_attack
+    from ..attacks import LinkSettings, make_context, run_attack
     from ..masking import mask
 
     ds = task.dataset
@@ -166,9 +166,10 @@ def run_task(task: Task) -> list[dict[str, Any]]:
     rows = []
     rates: dict[str, float] = {}
     attacker = _attacker_file(orig, rel, task)
+    # the study masks the file itself: row order is the truth by construction
+    settings = LinkSettings(seed=task.seed, assume_row_order=True)
     for qlabel, qi in task.qi_sets:
-        # the study masks the file itself: row order is the truth by construction
-        ctx, direction = make_context(attacker, rel, qi, seed=task.seed, assume_row_order=True)
+        ctx, direction = make_context(attacker, rel, settings=settings.with_(qi=qi))
         for att in task.attacks:
             params = {k: resolve_param(v, task.value) for k, v in att.params.items()}
             t1 = time.perf_counter()
