@@ -140,9 +140,13 @@ def _warm_up(what: str, x, y) -> None:
         linkrisk.attack(x, y, what, dense_max_n=0)
     elif what == "prl":
         from linkrisk.attacks import make_context
-        from linkrisk.attacks.probabilistic import run_prl
+        from linkrisk.attacks import probabilistic as P
 
-        run_prl(make_context(x, y)[0], path="groups")
+        ctx = make_context(x, y)[0]
+        P.run_prl(ctx, path="groups")
+        cmp = P.compare(ctx)  # the parallel pair-count walk (500 rows count pairs directly)
+        P._run_walk(P._stack(cmp), cmp.size, ctx.n_a, P._COUNT,
+                    at_least=np.zeros(1 << cmp.a.shape[1], np.int64))
 
 
 def _features(what: str, x, y, res):
