@@ -75,7 +75,7 @@ from scipy.special import expit
 
 from ..data import numeric_matrix
 from ..engine.nearest import RTOL, NearestSets, Progress, Tables
-from ..engine.nearest.rules import settle, splitmix_np, tie_threshold_np
+from ..engine.nearest.rules import settle, splitmix, splitmix_np, tie_threshold_np
 from ..errors import LinkriskError
 from ..grouping import subset_walk
 from ..params import Param
@@ -178,12 +178,23 @@ def superset_mobius(at_least: np.ndarray, m: int) -> np.ndarray:
     return e
 
 
-def pattern_counts(cmp: Comparison, progress: Progress | None = None) -> np.ndarray:
+def pattern_counts(cmp: Comparison, progress: Progress | None = None,
+                   walk: str = "compiled") -> np.ndarray:
     """Number of (a, b) pairs showing each agreement pattern (int64, 2^m), exact.
-    ``progress(done, n_a)`` is called per block of A on the pair path."""
+    ``progress(done, n_a)`` is called per block of A on the pair path. ``walk``:
+    ``"compiled"`` (the pruned compiled walk, :func:`_walk_kernel`) or ``"numpy"`` (the
+    plain numpy subset walk over all rows, kept as the reference computation)."""
     m = cmp.a.shape[1]
     n_a = cmp.a.shape[0]
-    if not cmp.coded or _walk_cost(cmp) > _pair_cost(cmp):
+    if not cmp.coded:
+        return _pair_counts(cmp, progress)
+    if walk == "compiled":
+        if _compiled_walk_cost(cmp) > _pair_cost(cmp):
+            return _pair_counts(cmp, progress)
+        at_least = np.zeros(1 << m, np.int64)
+        _run_walk(_stack(cmp), cmp.size, n_a, _COUNT, at_least=at_least)
+        return superset_mobius(at_least, m)
+    if _walk_cost(cmp) > _pair_cost(cmp):
         return _pair_counts(cmp, progress)
     codes = _stack(cmp)
     at_least = np.zeros(1 << m, np.int64)
@@ -195,6 +206,313 @@ def pattern_counts(cmp: Comparison, progress: Progress | None = None) -> np.ndar
 
     subset_walk(codes, cmp.size, visit)
     return superset_mobius(at_least, m)
+
+
+# ---------------------------------------------------------------- compiled subset walk
+# The numpy walk above relabels all n + n' rows for each of the 2^m subsets. The compiled
+# walk visits the same subsets in the same depth-first order but carries only the rows that
+# can still matter below the subset S:
+# * rows of *shared* groups (value combinations on S present in both files): a row whose
+#   group on S has no partner in the other file has none on any superset of S (groups only
+#   split), so it adds to no pair count and is in no candidate set below S;
+# * for the candidate sets, A rows that can still reach their tie threshold: with every
+#   walked attribute's agreement lowering the score, the lowest score in the subtree of S
+#   (S plus any of the attributes after its last one) is that of S plus all of them
+#   (floating-point addition is monotone, and the table sums in one fixed order), so a row
+#   whose threshold is below it is dropped (for the minimum, the threshold of the best score
+#   found so far, which only falls).
+# A subtree left without rows is skipped whole. The visits, their order and the draws are
+# those of the numpy walk; rows are kept in ascending order inside each group (a stable
+# counting sort per group), so a group's B members are in B order.
+
+_COUNT, _MIN, _COLLECT = 0, 1, 2
+
+
+def _compiled_walk_cost(cmp: Comparison) -> float:
+    """Worst case of the compiled walk (no row pruned): a few operations per row and
+    subset; pruning usually removes most of it."""
+    return 4.0 * (1 << cmp.a.shape[1]) * (cmp.a.shape[0] + cmp.b.shape[0])
+
+
+#: groups with at most this many (a, b) pairs are finished on the spot by comparing the pairs
+#: on the attributes left (pair counts and minimum; not for the draws, which follow the walk)
+_SMALL = 64
+
+
+@nb.njit(cache=True)
+def _finish(grp, k, n_a, child, j, codes, score_k, rtol, at_least, best, thr_of, mode):
+    """The whole subtree of ``child`` for one small group (``grp[:k]``, ascending): every
+    (a, b) pair agrees on ``child`` and on a set M of the later attributes, so it adds one to
+    "agree on at least child ∪ T" for each non-empty T ⊆ M (``_COUNT``), and its best score
+    in the subtree is that of child ∪ M (``_MIN``, scores being monotone)."""
+    m = codes.shape[1]
+    for x in range(k):
+        i = grp[x]
+        if i >= n_a:
+            continue
+        for y in range(k):
+            b = grp[y]
+            if b < n_a:
+                continue
+            mask = 0
+            for t in range(j + 1, m):
+                if codes[i, t] == codes[b, t]:
+                    mask |= 1 << t
+            if mode == _COUNT:
+                sub = mask
+                while sub:
+                    at_least[child | sub] += 1
+                    sub = (sub - 1) & mask
+            else:
+                sc = score_k[child | mask]
+                if sc < best[i]:
+                    best[i] = sc
+                    thr_of[i] = sc + rtol * abs(sc)
+
+
+@nb.njit(cache=True)
+def _refine(rows, seg, codes, j, size_j, n_a, bound, thr_of, ca, cb, pos, buf, small,
+            lim, mode, child, score_k, rtol, at_least, best):
+    """Split every group (``rows[seg[g]:seg[g+1]]``) by attribute ``j``, keeping the
+    sub-groups with rows of both files, where an A row counts only if
+    ``bound ≤ thr_of[row]`` (no filter when ``thr_of`` is empty); sub-groups with at most
+    ``lim`` pairs are finished by :func:`_finish`. Returns (rows,
+    segment starts with the end appended, Σ over all shared sub-groups of |A|·|B|)."""
+    n = rows.size
+    col = codes[:, j]
+    out = np.empty(n, rows.dtype)
+    starts = np.empty(n + 1, np.int64)
+    filt = thr_of.size > 0
+    far = n + 1  # positions from `far` on are in the small-group buffer
+    t = 0
+    g = 0
+    pairs = 0
+    for q in range(seg.size - 1):
+        s0, s1 = seg[q], seg[q + 1]
+        for r in range(s0, s1):
+            i = rows[r]
+            c = col[i]
+            buf[r - s0] = c
+            if i >= n_a:
+                cb[c] += 1
+            elif not filt or bound <= thr_of[i]:
+                ca[c] += 1
+        # number the shared values: by value for large groups, by row for small ones
+        big = s1 - s0 > size_j
+        ts = 0
+        ns = 0
+        for r in range(size_j if big else s1 - s0):
+            c = r if big else buf[r]
+            if pos[c] == -1 and ca[c] > 0 and cb[c] > 0:
+                pairs += ca[c] * cb[c]
+                if ca[c] * cb[c] <= lim:
+                    pos[c] = far + ts
+                    ts += ca[c] + cb[c]
+                    ns += 1
+                else:
+                    pos[c] = t
+                    starts[g] = t
+                    g += 1
+                    t += ca[c] + cb[c]
+        for r in range(s0, s1):
+            c = buf[r - s0]
+            p = pos[c]
+            if p >= 0:
+                i = rows[r]
+                if i >= n_a or not filt or bound <= thr_of[i]:
+                    if p >= far:
+                        small[p - far] = i
+                    else:
+                        out[p] = i
+                    pos[c] = p + 1
+        if ns > 0:  # small groups lie one after the other in `small`, each ending at pos
+            for r in range(size_j if big else s1 - s0):
+                c = r if big else buf[r]
+                if pos[c] >= far and ca[c] > 0:
+                    e = pos[c] - far
+                    k = ca[c] + cb[c]
+                    _finish(small[e - k:e], k, n_a, child, j, codes, score_k, rtol,
+                            at_least, best, thr_of, mode)
+                    ca[c] = 0  # finished once
+        if big:
+            ca[:size_j] = 0
+            cb[:size_j] = 0
+            pos[:size_j] = -1
+        else:
+            for r in range(s1 - s0):
+                c = buf[r]
+                ca[c] = 0
+                cb[c] = 0
+                pos[c] = -1
+    starts[g] = t
+    return out[:t], starts[:g + 1], pairs
+
+
+@nb.njit(cache=True)
+def _collect(s, rows, seg, n_a, sc, thr, base, count, link):
+    """The tied groups of S: count and reservoir-sampled link, the numpy walk's draws."""
+    for q in range(seg.size - 1):
+        s0, s1 = seg[q], seg[q + 1]
+        c = 0
+        for r in range(s0, s1):
+            c += rows[r] >= n_a
+        for r in range(s0, s1):
+            i = rows[r]
+            if i >= n_a or not sc <= thr[i]:
+                continue
+            count[i] += c
+            h = splitmix(base[i] + np.uint64(s), _WALK)
+            u = np.float64(h >> np.uint64(11)) * 2.0**-53
+            if not u * np.float64(count[i]) < np.float64(c):
+                continue
+            pick = np.int64(splitmix(h, _WALK) % np.uint64(c))
+            for t in range(s0, s1):  # the pick-th B member in B order
+                if rows[t] >= n_a:
+                    if pick == 0:
+                        link[i] = rows[t] - n_a
+                        break
+                    pick -= 1
+
+
+@nb.njit(cache=True)
+def _scratch(codes, size):
+    big = 0
+    for j in range(size.size):
+        big = max(big, size[j])
+    n = codes.shape[0]
+    return (np.zeros(big, np.int64), np.zeros(big, np.int64), np.full(big, -1, np.int64),
+            np.empty(n, codes.dtype), np.empty(n, np.int64))
+
+
+@nb.njit(cache=True)
+def _dfs(codes, size, n_a, mode, rows, seg, s, first, score_k, rtol, best, thr_of, thr,
+         base, count, link, at_least, small_lim=_SMALL):
+    """The walk below the subset ``s`` (its rows and groups: ``rows``, ``seg``), children
+    from attribute ``first`` on, in depth-first order: ``_COUNT`` adds to ``at_least``
+    (pairs agreeing on at least S), ``_MIN`` lowers ``best`` to each A row's minimal score,
+    ``_COLLECT`` accumulates the tied groups."""
+    m = codes.shape[1]
+    ca, cb, pos, buf, small = _scratch(codes, size)
+    full = (1 << m) - 1
+    lim = small_lim if mode != _COLLECT else 0
+    rows_l = [rows]
+    seg_l = [seg]
+    subset = np.zeros(m + 1, np.int64)
+    nxt = np.zeros(m + 1, np.int64)
+    subset[0] = s
+    nxt[0] = first
+    depth = 0
+    while depth >= 0:
+        s = subset[depth]
+        rows, seg = rows_l[depth], seg_l[depth]
+        j = nxt[depth]
+        if j >= m:
+            depth -= 1
+            continue
+        nxt[depth] = j + 1
+        child = s | (1 << j)
+        bound = score_k[child | (full & ~((1 << (j + 1)) - 1))] if mode != _COUNT else 0.0
+        r2, s2, pairs = _refine(rows, seg, codes, j, size[j], n_a, bound, thr_of, ca, cb, pos,
+                                buf, small, lim, mode, child, score_k, rtol, at_least, best)
+        if mode == _COUNT:
+            at_least[child] += pairs
+        if r2.size == 0:
+            continue  # nothing below: no pair agrees on this subset or any superset
+        if mode == _MIN:
+            sc = score_k[child]
+            for r in range(r2.size):
+                i = r2[r]
+                if i < n_a and sc < best[i]:
+                    best[i] = sc
+                    thr_of[i] = sc + rtol * abs(sc)
+        elif mode == _COLLECT:
+            _collect(child, r2, s2, n_a, score_k[child], thr, base, count, link)
+        depth += 1
+        if depth < len(rows_l):
+            rows_l[depth] = r2
+            seg_l[depth] = s2
+        else:
+            rows_l.append(r2)
+            seg_l.append(s2)
+        subset[depth] = child
+        nxt[depth] = j + 1
+
+
+@nb.njit(cache=True)
+def _walk_kernel(codes, size, n_a, mode, score_k, rtol, best, thr, base, count, link):
+    """The sequential walk from the root (minimum and draws: their order matters)."""
+    n = codes.shape[0]
+    rows = np.arange(n)
+    seg = np.array([0, n], np.int64)
+    if mode == _MIN:
+        thr_of = np.full(n_a, np.inf)  # threshold of the best score so far
+        for i in range(n_a):
+            if score_k[0] < best[i]:
+                best[i] = score_k[0]
+            thr_of[i] = best[i] + rtol * abs(best[i])
+    else:
+        thr_of = thr
+        _collect(0, rows, seg, n_a, score_k[0], thr, base, count, link)
+    _dfs(codes, size, n_a, mode, rows, seg, 0, 0, score_k, rtol, best, thr_of, thr, base,
+         count, link, np.empty(0, np.int64))
+
+
+@nb.njit(parallel=True, cache=True)
+def _count_kernel(codes, size, n_a, tasks, at_least, small_lim=_SMALL):
+    """Pair counts of "agree on at least S" for every S: the subsets of one or two
+    attributes here, the subtree of each two-attribute subset {i, j} as one parallel task
+    (the subtrees are disjoint, so are the entries they write)."""
+    n, m = codes.shape
+    rows = np.arange(n)
+    seg = np.array([0, n], np.int64)
+    f = np.empty(0)
+    i0 = np.empty(0, np.int64)
+    at_least[0] = n_a * (n - n_a)
+    for t in nb.prange(tasks.shape[0] + m):
+        ca, cb, pos, buf, small = _scratch(codes, size)
+        if t >= tasks.shape[0]:  # a one-attribute subset
+            j = t - tasks.shape[0]
+            _, _, pairs = _refine(rows, seg, codes, j, size[j], n_a, 0.0, f, ca, cb, pos, buf,
+                                  small, 0, _COUNT, 1 << j, f, 0.0, at_least, f)
+            at_least[1 << j] = pairs
+            continue
+        i, j = tasks[t, 0], tasks[t, 1]
+        r1, s1, _ = _refine(rows, seg, codes, i, size[i], n_a, 0.0, f, ca, cb, pos, buf,
+                            small, 0, _COUNT, 1 << i, f, 0.0, at_least, f)
+        child = (1 << i) | (1 << j)
+        r2, s2, pairs = _refine(r1, s1, codes, j, size[j], n_a, 0.0, f, ca, cb, pos, buf,
+                                small, small_lim, _COUNT, child, f, 0.0, at_least, f)
+        at_least[child] += pairs
+        if r2.size > 0:
+            _dfs(codes, size, n_a, _COUNT, r2, s2, child, j + 1, f, 0.0, f, f, f,
+                 np.empty(0, np.uint64), i0, i0, at_least, small_lim)
+
+
+def _run_walk(codes: np.ndarray, size: np.ndarray, n_a: int, mode: int,
+              score_k: np.ndarray | None = None, best: np.ndarray | None = None,
+              thr: np.ndarray | None = None, base: np.ndarray | None = None,
+              count: np.ndarray | None = None, link: np.ndarray | None = None,
+              at_least: np.ndarray | None = None) -> None:
+    """The compiled walk (:func:`_count_kernel`, :func:`_walk_kernel`); codes are stored
+    column by column in the narrowest unsigned type that holds them."""
+    n, m = codes.shape
+    if n_a == 0 or n_a == n:
+        return
+    size = np.ascontiguousarray(size, dtype=np.int64)
+    top = int(size.max(initial=1))
+    dt = np.uint8 if top <= 1 << 8 else np.uint16 if top <= 1 << 16 else np.int64
+    codes = np.asfortranarray(codes.astype(dt))
+    if mode == _COUNT:
+        pairs = [(i, j) for i in range(m) for j in range(i + 1, m)]
+        # largest subtrees first, so that the parallel tasks finish together
+        pairs.sort(key=lambda t: t[1])
+        tasks = np.array(pairs, np.int64).reshape(-1, 2)
+        _count_kernel(codes, size, n_a, tasks, at_least)
+        return
+    f, i, u = np.empty(0), np.empty(0, np.int64), np.empty(0, np.uint64)
+    _walk_kernel(codes, size, n_a, mode, score_k, RTOL, f if best is None else best,
+                 f if thr is None else thr, u if base is None else base,
+                 i if count is None else count, i if link is None else link)
 
 
 # ---------------------------------------------------------------- pair kernels (tolerance)
@@ -433,14 +751,17 @@ def _mix64(x: np.ndarray) -> np.ndarray:
 
 
 def group_sets(cmp: Comparison, score: np.ndarray, truth: np.ndarray, seed: int,
-               rtol: float = RTOL, keep: np.ndarray | None = None) -> NearestSets:
+               rtol: float = RTOL, keep: np.ndarray | None = None,
+               walk: str = "compiled") -> NearestSets:
     """Minimal-score (maximal-weight) candidate sets by the subset walk, valid when every
     attribute's agreement lowers the score by more than the tie window: then for each a
     the tied subsets S on which some b agrees with a are exactly the agreement patterns of
     C(a), and their groups of B are disjoint. Two walks: the minimum, then the tied groups
     (count and a reservoir-sampled uniform link). ``keep``: the attributes to walk; the
     others must score agreement and disagreement identically (they are left out of the
-    walk and scored as disagreeing, which gives the same bits)."""
+    walk and scored as disagreeing, which gives the same bits). ``walk``: ``"compiled"``
+    (the pruned compiled walk, :func:`_walk_kernel`: same subsets, order and draws) or
+    ``"numpy"`` (the plain numpy walk, kept as the reference computation)."""
     n_a, m = cmp.a.shape
     keep = np.arange(m) if keep is None else np.flatnonzero(np.isin(np.arange(m), keep))
     codes = _stack(cmp)[:, keep]
@@ -448,6 +769,16 @@ def group_sets(cmp: Comparison, score: np.ndarray, truth: np.ndarray, seed: int,
             << keep).sum(axis=1)
     score_k = score[full]  # score of each walked subset as a full pattern
     best = np.full(n_a, np.inf)
+    if walk == "compiled":
+        size = cmp.size[keep]
+        _run_walk(codes, size, n_a, _MIN, score_k=score_k, best=best)
+        thr = tie_threshold_np(best, rtol)
+        count = np.zeros(n_a, np.int64)
+        link = np.full(n_a, -1, np.int64)
+        base = _mix64(np.arange(n_a, dtype=np.uint64) ^ _mix64(np.full(n_a, seed, np.uint64)))
+        _run_walk(codes, size, n_a, _COLLECT, score_k=score_k, thr=thr, base=base,
+                  count=count, link=link)
+        return _group_result(cmp, score, truth, best, count, link, thr)
 
     def find_min(s: int, ids: np.ndarray, g: int) -> None:
         cb = np.bincount(ids[n_a:], minlength=g)
@@ -481,7 +812,12 @@ def group_sets(cmp: Comparison, score: np.ndarray, truth: np.ndarray, seed: int,
         link[hit] = order[start[ids[hit]] + r]
 
     subset_walk(codes, cmp.size[keep], collect)
-    ts = np.full(n_a, np.inf)
+    return _group_result(cmp, score, truth, best, count, link, thr)
+
+
+def _group_result(cmp: Comparison, score: np.ndarray, truth: np.ndarray, best: np.ndarray,
+                  count: np.ndarray, link: np.ndarray, thr: np.ndarray) -> NearestSets:
+    ts = np.full(cmp.a.shape[0], np.inf)
     ok = truth >= 0
     if ok.any():
         ts[ok] = score[_true_patterns(cmp, truth)[ok]]
