@@ -134,7 +134,7 @@ def choose(original, methods=None, **kw):  # noqa: ANN001, ANN201
 #: public names defined in heavier modules, imported on first use
 _LAZY = {
     "catalog": ("linkrisk.catalog", None),
-    "records_at_risk": ("linkrisk.assessment", "records_at_risk"),
+    "records_at_risk": ("linkrisk.measures", "records_at_risk"),
     "parse_method": ("linkrisk.experiments.choose", "parse_method"),
     "sidecar_path": ("linkrisk.experiments.choose", "sidecar_path"),
     "require_matplotlib": ("linkrisk.experiments.choose_report", "require_matplotlib"),

@@ -337,23 +337,3 @@ def _version() -> str:
     from ._version import __version__
 
     return __version__
-
-
-def records_at_risk(records: pd.DataFrame, top: int = 20) -> pd.DataFrame:
-    """The ``top`` most exposed records: highest best-attack probability, then share.
-
-    Parameters
-    ----------
-    records : pandas.DataFrame
-        The per-record risk table (:func:`linkrisk.measures.per_record_risk`, an
-        assessment's ``records``).
-    top : int
-        How many records.
-
-    Returns
-    -------
-    pandas.DataFrame
-        The ``top`` rows of ``records``, most exposed first.
-    """
-    order = np.lexsort((-records["share"].to_numpy(), -records["max_risk"].to_numpy()))
-    return records.iloc[order[:top]]

@@ -170,3 +170,23 @@ def per_record_risk(results: Sequence[AttackResult] | Mapping[str, AttackResult]
                        index=res[0].per_record.index)
     out.loc[out["max_risk"] == 0, "best_attack"] = ""
     return out
+
+
+def records_at_risk(records: pd.DataFrame, top: int = 20) -> pd.DataFrame:
+    """The ``top`` most exposed records: highest best-attack probability, then share.
+
+    Parameters
+    ----------
+    records : pandas.DataFrame
+        The per-record risk table (:func:`linkrisk.measures.per_record_risk`, an
+        assessment's ``records``).
+    top : int
+        How many records.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The ``top`` rows of ``records``, most exposed first.
+    """
+    order = np.lexsort((-records["share"].to_numpy(), -records["max_risk"].to_numpy()))
+    return records.iloc[order[:top]]

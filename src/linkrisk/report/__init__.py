@@ -251,7 +251,7 @@ def _measure_tables(m: Mapping[str, Any]) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 def _exposed_records(a: Assessment, include_records: bool) -> pd.DataFrame:
     """The 20 most exposed records (their QI values only with ``include_records``)."""
-    from ..assessment import records_at_risk
+    from ..measures import records_at_risk
 
     s = a.settings
     top = records_at_risk(a.records, 20).copy()
