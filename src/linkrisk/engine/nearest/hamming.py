@@ -25,7 +25,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from .kernels import buffer_candidate, new_minimum, pick_buffered
+from .kernels import buffer_candidate, int_chunk_state, new_minimum, pick_buffered
 from .rules import tie_threshold
 from .transforms import BLOCK_ROWS
 
@@ -189,13 +189,7 @@ def nearest_block_hamming(a_blk, rid, bt, acc_type, truth, rtol, cap, seed, tile
         nr = hi - lo
         acc = np.empty(tile, acc_type.dtype)
         acc2 = np.empty(tile, acc_type.dtype)
-        best = np.full(nr, _INT_MAX, np.int64)
-        thr = np.full(nr, _INT_MAX, np.int64)
-        tscore = np.full(nr, -1, np.int64)
-        buf_i = np.empty((nr, cap), np.int64)
-        buf_s = np.empty((nr, cap), np.int64)
-        nbuf = np.zeros(nr, np.int64)
-        over = np.zeros(nr, np.bool_)
+        best, thr, tscore, buf_i, buf_s, nbuf, over = int_chunk_state(nr, cap)
         for t0 in range(0, n_b, tile):
             w = min(tile, n_b - t0)
             r = 0

@@ -25,7 +25,16 @@ import numba as nb
 import numpy as np
 
 from .hamming import hamming_codes
-from .kernels import L1, LINF, MIXED, Tables, buffer_candidate, new_minimum, pick_buffered
+from .kernels import (
+    L1,
+    LINF,
+    MIXED,
+    Tables,
+    buffer_candidate,
+    int_chunk_state,
+    new_minimum,
+    pick_buffered,
+)
 from .rules import pick, tie_threshold
 from .transforms import BLOCK_ROWS
 
@@ -141,13 +150,7 @@ def nearest_block_int(a_blk, rid, bt, icode, scale, truth, rtol, cap, seed, tile
         hi = min(lo + chunk, n_a)
         nr = hi - lo
         acc = np.empty(tile, np.int32)
-        best = np.full(nr, _INT_MAX, np.int64)
-        thr = np.full(nr, _INT_MAX, np.int64)
-        tscore = np.full(nr, -1, np.int64)
-        buf_i = np.empty((nr, cap), np.int64)
-        buf_s = np.empty((nr, cap), np.int64)
-        nbuf = np.zeros(nr, np.int64)
-        over = np.zeros(nr, np.bool_)
+        best, thr, tscore, buf_i, buf_s, nbuf, over = int_chunk_state(nr, cap)
         for t0 in range(0, n_b, tile):
             w = min(tile, n_b - t0)
             for r in range(nr):
@@ -299,13 +302,7 @@ def nearest_block_rank(a_blk, rid, bt, icode, scale, truth, rtol, cap, seed, til
         hi = min(lo + chunk, n_a)
         nr = hi - lo
         acc = np.empty((2, tile), np.int32)
-        best = np.full(nr, _INT_MAX, np.int64)
-        thr = np.full(nr, _INT_MAX, np.int64)
-        tscore = np.full(nr, -1, np.int64)
-        buf_i = np.empty((nr, cap), np.int64)
-        buf_s = np.empty((nr, cap), np.int64)
-        nbuf = np.zeros(nr, np.int64)
-        over = np.zeros(nr, np.bool_)
+        best, thr, tscore, buf_i, buf_s, nbuf, over = int_chunk_state(nr, cap)
         for t0 in range(0, n_b, tile):
             w = min(tile, n_b - t0)
             for r in range(0, nr, 2):
@@ -394,12 +391,7 @@ def screen_block_rank(a_blk, aq_blk, rid, bt, btq, icode, scale, band, truth, rt
         hi = min(lo + chunk, n_a)
         nr = hi - lo
         acc = np.empty((2, tile), np.int16)
-        best = np.full(nr, _INT_MAX, np.int64)
-        thr = np.full(nr, _INT_MAX, np.int64)
-        buf_i = np.empty((nr, ccap), np.int64)
-        buf_s = np.empty((nr, ccap), np.int64)
-        nbuf = np.zeros(nr, np.int64)
-        over = np.zeros(nr, np.bool_)
+        best, thr, _, buf_i, buf_s, nbuf, over = int_chunk_state(nr, ccap)
         for t0 in range(0, n_b, tile):
             w = min(tile, n_b - t0)
             for r in range(0, nr, 2):

@@ -153,6 +153,20 @@ def pick_buffered(buf_i, nbuf, r, seed, rid_i):
     return buf_i[r, pick(seed, rid_i, cnt)]
 
 
+#: the integer kernels' "no minimum yet" score (int32 maximum)
+INT_NONE = 2**31 - 1
+
+
+@nb.njit(inline="always")
+def int_chunk_state(nr, cap):
+    """Per-chunk state of the integer kernels for ``nr`` attacker rows: best score and
+    tie threshold (none yet), true score (not seen), tie buffers of ``cap`` candidates
+    (indices, scores), their fill and overflow flags."""
+    return (np.full(nr, INT_NONE, np.int64), np.full(nr, INT_NONE, np.int64),
+            np.full(nr, -1, np.int64), np.empty((nr, cap), np.int64),
+            np.empty((nr, cap), np.int64), np.zeros(nr, np.int64), np.zeros(nr, np.bool_))
+
+
 @nb.njit(parallel=True, cache=True)
 def nearest_block(a_blk, rid, bt, metric, degree, kaa, kbb, tflat, toff, tsize, truth, rtol, cap,
                   seed, tile, chunk, out_min, out_count, out_true_score, out_link, out_overflow):
