@@ -334,6 +334,28 @@ def _augment(rows, indptr, indices, cost, u, v, col4row, row4col, d, pred, done,
     return rows.shape[0]
 
 
+@nb.njit(inline="always")
+def _sift_down(heap, pos, d, q, size):
+    """Move heap[q] down the binary min-heap of its first ``size`` entries (keys d[·]),
+    keeping pos[·] (each entry's place in the heap) in step."""
+    while True:
+        lft = 2 * q + 1
+        if lft >= size:
+            return
+        c = lft
+        if lft + 1 < size and d[heap[lft + 1]] < d[heap[lft]]:
+            c = lft + 1
+        if d[heap[c]] < d[heap[q]]:
+            a_ = heap[c]
+            heap[c] = heap[q]
+            heap[q] = a_
+            pos[heap[q]] = q
+            pos[heap[c]] = c
+            q = c
+        else:
+            return
+
+
 @nb.njit(cache=True)
 def _flatten(indptr, indices, cost, u, v, col4row, row4col):
     """Replace optimal duals by the largest ones with v ≤ 0 on matched columns.
@@ -359,25 +381,8 @@ def _flatten(indptr, indices, cost, u, v, col4row, row4col):
         heap[i] = i
         pos[i] = i
     size = n
-    # heapify
-    for q0 in range(size // 2 - 1, -1, -1):
-        q = q0
-        while True:
-            lft = 2 * q + 1
-            if lft >= size:
-                break
-            c = lft
-            if lft + 1 < size and d[heap[lft + 1]] < d[heap[lft]]:
-                c = lft + 1
-            if d[heap[c]] < d[heap[q]]:
-                a_ = heap[c]
-                heap[c] = heap[q]
-                heap[q] = a_
-                pos[heap[q]] = q
-                pos[heap[c]] = c
-                q = c
-            else:
-                break
+    for q0 in range(size // 2 - 1, -1, -1):  # heapify
+        _sift_down(heap, pos, d, q0, size)
     while size > 0:
         i = heap[0]
         done[i] = True
@@ -386,23 +391,7 @@ def _flatten(indptr, indices, cost, u, v, col4row, row4col):
             last = heap[size]
             heap[0] = last
             pos[last] = 0
-            q = 0
-            while True:
-                lft = 2 * q + 1
-                if lft >= size:
-                    break
-                c = lft
-                if lft + 1 < size and d[heap[lft + 1]] < d[heap[lft]]:
-                    c = lft + 1
-                if d[heap[c]] < d[heap[q]]:
-                    a_ = heap[c]
-                    heap[c] = heap[q]
-                    heap[q] = a_
-                    pos[heap[q]] = q
-                    pos[heap[c]] = c
-                    q = c
-                else:
-                    break
+            _sift_down(heap, pos, d, 0, size)
         di = d[i]
         for e in range(indptr[i], indptr[i + 1]):
             j = indices[e]
