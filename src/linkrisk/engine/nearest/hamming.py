@@ -25,11 +25,17 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from .kernels import buffer_candidate, int_chunk_state, new_minimum, pick_buffered
-from .rules import tie_threshold
+from .kernels import (
+    INT_NONE,
+    buffer_candidate,
+    int_chunk_state,
+    int_threshold,
+    new_minimum,
+    pick_buffered,
+)
 from .transforms import BLOCK_ROWS
 
-_INT_MAX = 2**31 - 1  # "no minimum yet", as in the integer kernel
+_INT_MAX = INT_NONE  # "no minimum yet", as in the integer kernel
 #: bytes of codes per tile of B (m × tile codes, attribute-major) kept in cache
 TILE_BYTES = 2**15
 
@@ -157,20 +163,11 @@ def _settle_tile(acc, mn, r, ti, t0, w, rtol, tscore, best, thr, buf_i, buf_s, n
             if s < cur:
                 old = cur
                 cur = s
-                th = _thr(cur, rtol)
+                th = int_threshold(cur, rtol, 1)
                 new_minimum(buf_i, buf_s, nbuf, over, r, old, th)
             buffer_candidate(buf_i, buf_s, nbuf, over, r, t0 + k, s)
     best[r] = cur
     thr[r] = th
-
-
-@nb.njit(inline="always")
-def _thr(cur, rtol):
-    """⌊t(cur)⌋ for the integer score cur (the float kernel's tie threshold; scores are
-    whole numbers, so s ≤ t(cur) ⟺ s ≤ ⌊t(cur)⌋)."""
-    if cur == _INT_MAX:
-        return np.int64(_INT_MAX)
-    return np.int64(np.floor(tie_threshold(cur / 1, rtol)))
 
 
 @nb.njit(parallel=True, cache=True)

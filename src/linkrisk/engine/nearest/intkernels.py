@@ -26,21 +26,23 @@ import numpy as np
 
 from .hamming import hamming_codes
 from .kernels import (
+    INT_NONE,
     L1,
     LINF,
     MIXED,
     Tables,
     buffer_candidate,
     int_chunk_state,
+    int_threshold,
     new_minimum,
     pick_buffered,
 )
-from .rules import pick, tie_threshold
+from .rules import pick
 from .transforms import BLOCK_ROWS
 
 #: integer score codes
 I_L1, I_LINF, I_HAMMING = 0, 1, 2
-_INT_MAX = 2**31 - 1
+_INT_MAX = INT_NONE
 
 
 def integer_form(a: np.ndarray, b: np.ndarray, code: int, tables: Tables
@@ -128,15 +130,6 @@ def _tile_int(acc, a, bt, t0, w, icode):
     return mn
 
 
-@nb.njit(inline="always")
-def _thr_int(cur, rtol, scale):
-    """⌊(c + rtol·|c|)·scale⌋ for c = cur / scale (the float kernel's tie threshold)."""
-    if cur == _INT_MAX:
-        return np.int64(_INT_MAX)
-    c = cur / scale
-    return np.int64(np.floor(tie_threshold(c, rtol) * scale))
-
-
 @nb.njit(parallel=True, cache=True)
 def nearest_block_int(a_blk, rid, bt, icode, scale, truth, rtol, cap, seed, tile, chunk,
                       out_min, out_count, out_true_score, out_link, out_overflow):
@@ -169,7 +162,7 @@ def nearest_block_int(a_blk, rid, bt, icode, scale, truth, rtol, cap, seed, tile
                         if s < cur:
                             old = cur
                             cur = s
-                            th = _thr_int(cur, rtol, scale)
+                            th = int_threshold(cur, rtol, scale)
                             new_minimum(buf_i, buf_s, nbuf, over, r, old, th)
                         buffer_candidate(buf_i, buf_s, nbuf, over, r, t0 + k, s)
                 best[r] = cur
@@ -281,7 +274,7 @@ def _take_tile(acc, r, t0, w, mn, band, rtol, scale, best, thr, buf_i, buf_s, nb
             if s < cur:
                 old = cur
                 cur = s
-                th = _thr_int(cur, rtol, scale) + band
+                th = int_threshold(cur, rtol, scale) + band
                 new_minimum(buf_i, buf_s, nbuf, over, r, old, th)
             buffer_candidate(buf_i, buf_s, nbuf, over, r, t0 + k, s)
     best[r] = cur
@@ -411,7 +404,7 @@ def screen_block_rank(a_blk, aq_blk, rid, bt, btq, icode, scale, band, truth, rt
             for p in range(nbuf[r]):
                 buf_s[r, p] = _pair_int(a_blk[i], bt, buf_i[r, p], icode)
                 smin = min(smin, buf_s[r, p])
-            th = _thr_int(smin, rtol, scale)
+            th = int_threshold(smin, rtol, scale)
             cnt = 0
             flow = False
             for p in range(nbuf[r]):

@@ -158,6 +158,16 @@ INT_NONE = 2**31 - 1
 
 
 @nb.njit(inline="always")
+def int_threshold(cur, rtol, scale):
+    """⌊(c + rtol·|c|)·scale⌋ for c = cur / scale: the float kernel's tie threshold for
+    the integer score ``cur`` (scores are whole numbers, so s ≤ t ⟺ s ≤ ⌊t⌋)."""
+    if cur == INT_NONE:
+        return np.int64(INT_NONE)
+    c = cur / scale
+    return np.int64(np.floor(tie_threshold(c, rtol) * scale))
+
+
+@nb.njit(inline="always")
 def int_chunk_state(nr, cap):
     """Per-chunk state of the integer kernels for ``nr`` attacker rows: best score and
     tie threshold (none yet), true score (not seen), tie buffers of ``cap`` candidates
