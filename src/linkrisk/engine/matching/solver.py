@@ -91,7 +91,7 @@ from .assignment import (
 )
 from .knn import dense_costs, knn, pair_costs, scan_gated, within_graph
 from .screen32 import applicable as screen_applicable
-from .screen32 import knn_screened
+from .screen32 import knn_thresholds
 
 _log = logging.getLogger(__name__)
 
@@ -122,6 +122,9 @@ SCAN_CAP_MAX = 256
 #: a certificate scan of row i looks for c_ij − v_j below u_i − tol + SCAN_SLACK·|u_i|,
 #: so that it need not be repeated when a warm start raises u_i by less
 SCAN_SLACK = 0.02
+#: screened lists hold about this fraction of their width on average (their lengths vary
+#: with the sample that sets each threshold; see :func:`~.screen32.knn_thresholds`)
+LIST_MEAN = 0.5
 #: screen the full passes in float32 (:mod:`.screen32`) from this many pairs on, when
 #: ``screen="auto"`` and the cost is Euclidean
 SCREEN_MIN_PAIRS = 50_000_000
@@ -476,8 +479,9 @@ def _candidate_graph(pw: Pairwise, delta: float, k: int, K: int, screened: bool,
         if lists is None or k > K:
             K = max(K, k)
             t0 = time.perf_counter()
-            nn = (knn_screened if screened else knn)(pw, min(K, n_c), min(K, n_r),
-                                                     progress=stages.stage(0, 600))
+            cb = stages.stage(0, 600)
+            nn = (knn_thresholds(pw, K, mean=LIST_MEAN * K, progress=cb) if screened
+                  else knn(pw, min(K, n_c), min(K, n_r), progress=cb))
             info["knn_passes"] += 1
             info["seconds_knn"] = info.get("seconds_knn", 0.0) + time.perf_counter() - t0
             _log.info("k-NN lists (k = %d): %.1f s", K, info["seconds_knn"])
