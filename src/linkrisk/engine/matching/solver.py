@@ -416,7 +416,7 @@ def _sparse(pw0: Pairwise, delta: float, k: int, k_list: int, ties: str, rtol: f
     pw, flip = _oriented(pw0)
     n_r, n_c = pw.x.shape[0], pw.y.shape[0]
     info: dict[str, Any] = {"knn_passes": 0, "screened": bool(screened)}
-    K, k = _list_length(n_r, n_c, k, k_list, memory_budget)
+    K, k = _list_length(n_r, n_c, k, k_list, memory_budget, screened)
     graph = _candidate_graph(pw, delta, k, K, screened, stages, info)
     info.update(k=int(min(graph.k, n_c)), k_list=int(min(graph.K, n_c)))
     sa, pruned = (_pruned(graph.g, graph.mm, n_r, n_c) if graph.complete
@@ -442,12 +442,17 @@ def _sparse(pw0: Pairwise, delta: float, k: int, k_list: int, ties: str, rtol: f
     return res
 
 
-def _list_length(n_r: int, n_c: int, k: int, k_list: int, memory_budget: int
-                 ) -> tuple[int, int]:
-    """(K, k): the k-NN list length within the memory budget (16 bytes per entry: forward
-    lists, one backward copy per thread and the merged one), at least MIN_K, and the
-    graph degree, which starts at most at the list length."""
-    per_k = 16 * (n_r + (nb.get_num_threads() + 1) * n_c)
+def _list_length(n_r: int, n_c: int, k: int, k_list: int, memory_budget: int,
+                 screened: bool = False) -> tuple[int, int]:
+    """(K, k): the k-NN list length within the memory budget, at least MIN_K, and the
+    graph degree, which starts at most at the list length. Exact lists: 16 bytes per
+    entry (forward lists, one backward copy per thread and the merged one); screened
+    lists: 12 per entry in both directions and the backward log (LIST_MEAN of the width,
+    8 bytes an entry, twice while it is gathered)."""
+    if screened:
+        per_k = 12 * (n_r + n_c) + int(16 * LIST_MEAN * n_c)
+    else:
+        per_k = 16 * (n_r + (nb.get_num_threads() + 1) * n_c)
     K = int(max(min(MIN_K, k_list), min(k_list, memory_budget // per_k)))
     return K, min(k, K)
 
