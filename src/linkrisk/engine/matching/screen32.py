@@ -455,7 +455,8 @@ def _finish_lists(pw: Pairwise, keys: np.ndarray, vals: np.ndarray, lo: int, n: 
 
 
 def _sample_thresholds(z32: np.ndarray, nz: np.ndarray, sample32: np.ndarray,
-                       ns: np.ndarray, ks: int, T: int) -> np.ndarray:
+                       ns: np.ndarray, ks: int, T: int, progress: Progress | None = None
+                       ) -> np.ndarray:
     """Per row of ``z32``: its ``ks``-th smallest float32 score against the rows of
     ``sample32`` (+inf with fewer), from :func:`_knn32_pass` without backward lists."""
     n = z32.shape[0]
@@ -463,12 +464,18 @@ def _sample_thresholds(z32: np.ndarray, nz: np.ndarray, sample32: np.ndarray,
     if ks == 0:
         return np.full(n, np.inf, _F32)
     st = np.ascontiguousarray(sample32.T)
+    zm2 = -2.0 * z32
     f_idx = np.empty((n, ks), IDX)
     f_sc = np.empty((n, ks), _F32)
     none_i = np.empty((T, 0, 0), IDX)
     none_s = np.empty((T, 0, 0), _F32)
     thr = np.full((T, sample32.shape[0]), -np.inf, _F32)
-    _knn32_pass(-2.0 * z32, nz, 0, n, st, ns, TILE, CHUNK, f_idx, f_sc, none_i, none_s, thr)
+    step = row_blocks(n, 8)
+    for lo in range(0, n, step):
+        hi = min(lo + step, n)
+        _knn32_pass(zm2, nz, lo, hi, st, ns, TILE, CHUNK, f_idx, f_sc, none_i, none_s, thr)
+        if progress is not None:
+            progress(hi, n)
     return np.ascontiguousarray(f_sc[:, ks - 1])
 
 
@@ -500,8 +507,16 @@ def knn_thresholds(pw: Pairwise, width: int, *, mean: float | None = None, ks: i
     # the columns' thresholds: each column's ks smallest against the sample rows (the
     # first R), by a forward-only pass of the swapped problem
     R = int(min(n_x, int(np.ceil(n_x * ks / L))))
+    # progress in pairs scored: the sample pass (n_y × R), then the full pass
+    total = float(n_y) * (R + n_x)
+
+    def report(done: float) -> None:
+        if progress is not None:
+            progress(int(1000 * done / total), 1000)
+
     t0 = time.perf_counter()
-    tau_b = _sample_thresholds(y32, ny, x32[:R], nx[:R], ks, T)
+    tau_b = _sample_thresholds(y32, ny, x32[:R], nx[:R], ks, T,
+                               lambda d, n: report(float(d) * R))
     t_sample = time.perf_counter() - t0
     tau_f = np.full(n_x, np.inf, _F32)
     fwd_i = np.empty((n_x, W), IDX)
@@ -541,8 +556,7 @@ def knn_thresholds(pw: Pairwise, width: int, *, mean: float | None = None, ks: i
             bl_j.append(l_j[t, :l_n[t]].copy())
         del f_i, f_j, l_i, l_j
         t_lists += time.perf_counter() - t1
-        if progress is not None:
-            progress(hi, n_x)
+        report(float(n_y) * (R + hi))
     keys = np.concatenate(bl_j)
     vals = np.concatenate(bl_i)
     del bl_i, bl_j

@@ -493,6 +493,8 @@ def _candidate_graph(pw: Pairwise, delta: float, k: int, K: int, screened: bool,
             lists = _Lists(nn, pw.root, delta)
             del nn  # the lists hold what they need
         g, complete = lists.graph(k)
+        if k >= lists.K:
+            lists.drop_entries()  # all in the graph now: only the bounds are used again
         if complete:
             full, mm = has_full_matching(g[0], g[1], n_c)
             if not full:
@@ -627,6 +629,13 @@ class _Lists:
         else:
             self.alpha = _bound(self.fi, self.fc, delta)
             self.beta = _bound(self.bi, self.bc, delta)
+
+    def drop_entries(self) -> None:
+        """Free the lists once the graph holds all their entries (then :meth:`below`
+        finds nothing outside it); the bounds α, β stay."""
+        n_r, n_c = self.fi.shape[0], self.bi.shape[0]
+        self.fi, self.fc = np.empty((n_r, 0), self.fi.dtype), np.empty((n_r, 0))
+        self.bi, self.bc = np.empty((n_c, 0), self.bi.dtype), np.empty((n_c, 0))
 
     def below(self, u: np.ndarray, v: np.ndarray, thr: float
               ) -> tuple[np.ndarray, np.ndarray]:
