@@ -12,7 +12,8 @@ list entries are then re-scored in float64 with the engine's arithmetic
 (:func:`~.knn.pair_costs`) and sorted by (exact cost, index). Every pair left out of i's
 list had a float32 score ≥ the final K-th one D_i, so its exact squared distance is
 ≥ L(D_i) (:func:`~..nearest.screen.lower_bound`: |float32 − exact| ≤ c(‖a‖² + ‖b‖²), c = 4(m+3)·2⁻²³)
-and α_i = √L(D_i). The bound holds for this summation order as for faiss's: rounding the
+and α_i = √L(D_i). The bound holds for this summation order as for faiss's, with or without fused
+multiply-adds: rounding the
 inputs costs ≤ 2·2⁻²⁴ relative per product and 2⁻²⁴·m per norm, and summing the m + 2
 terms ≤ γ_{m+2}·Σ|terms| ≤ (m+2)·2⁻²³(‖a‖² + ‖b‖²), since 2Σ|a_k b_k| ≤ ‖a‖² + ‖b‖²;
 in all ≈ (1.5m + 4)·2⁻²³(‖a‖² + ‖b‖²) < c(‖a‖² + ‖b‖²).
@@ -47,6 +48,9 @@ IDX = np.int32
 SORT_BLOCK = 1 << 20
 #: columns per sub-block searched for list entries in a tile with a hit
 SUB = 64
+#: the float32 passes may contract a·b + c into one fused multiply-add (one rounding
+#: instead of two: the error bound above holds for any order, contracted or not)
+_FMA = {"contract"}
 
 
 def applicable(pw: Pairwise) -> bool:
@@ -58,7 +62,9 @@ def applicable(pw: Pairwise) -> bool:
 def _scores32x2(a, b, xi, xj, nxi, nxj, nyt, yt, t0, w, kth_i, kth_j, btt, mi, mj):
     """a[q], b[q] = float32 scores of rows i and j against tile column t0+q,
     ‖y‖² + ‖x‖² + Σ_k (−2x_k)·y_k (rows come pre-scaled by −2, exact in binary), vectorized
-    over q, four attributes per pass; the last attribute is fused with the list check.
+    over q, four attributes per pass, each added in turn (so that the callers' fastmath
+    ``contract`` makes one fused multiply-add of each); the last attribute is fused with
+    the list check.
     Returns, per row, whether some score is below its forward threshold (``kth_i``,
     ``kth_j``) or the column's backward threshold ``btt[q]``, and per block of SUB columns
     in ``mi``, ``mj`` (a block without is skipped by the offers). Two rows at once: each tile
@@ -81,8 +87,8 @@ def _scores32x2(a, b, xi, xj, nxi, nxj, nyt, yt, t0, w, kth_i, kth_j, btt, mi, m
         r3 = yt[k + 3, t0:t0 + w]
         for q in range(w):
             y0, y1, y2, y3 = r0[q], r1[q], r2[q], r3[q]
-            a[q] += (x0 * y0 + x1 * y1) + (x2 * y2 + x3 * y3)
-            b[q] += (z0 * y0 + z1 * y1) + (z2 * y2 + z3 * y3)
+            a[q] = a[q] + x0 * y0 + x1 * y1 + x2 * y2 + x3 * y3
+            b[q] = b[q] + z0 * y0 + z1 * y1 + z2 * y2 + z3 * y3
         k += 4
     while k < m - 1:
         xv = xi[k]
@@ -141,7 +147,7 @@ def _offer(a, i, t0, w, fsr, fir, bs, bi, bth, mask):
                 bth[j] = bs[j, kb - 1]
 
 
-@nb.njit(parallel=True, cache=True)
+@nb.njit(parallel=True, cache=True, fastmath=_FMA)
 def _knn32_pass(x, nx, lo, hi, yt, ny, tile, chunk, f_idx, f_sc, b_idx, b_sc, b_thr):
     """Rows lo..hi of x (pre-scaled by −2) against all of y in float32; forward lists for
     these rows, backward lists per thread (merged afterwards), as :func:`~.knn._knn_pass`."""
@@ -331,7 +337,7 @@ def _close_sample(fs, fi, c0, nr, tau_f, fi_, fj_, nf):
     return nf
 
 
-@nb.njit(parallel=True, cache=True)
+@nb.njit(parallel=True, cache=True, fastmath=_FMA)
 def _thr_pass(x, nx, lo, hi, yt, ny, tile, chunk, S, ks, tau_f, tau_b, f_i, f_j, f_n, l_i,
               l_j, l_n):
     """Rows lo..hi of x (pre-scaled by −2) against all of y in float32 (the scores of
