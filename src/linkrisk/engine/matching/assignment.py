@@ -35,6 +35,8 @@ component of the digraph that orients M's edges column → row and the others ro
 
 from __future__ import annotations
 
+import time
+
 import numba as nb
 import numpy as np
 from scipy.sparse import csr_matrix
@@ -216,7 +218,7 @@ def _less(key, free, a, b):
 
 @nb.njit(cache=True)
 def _augment(rows, indptr, indices, cost, u, v, col4row, row4col, d, pred, done, hpos, heap,
-             touched, sr, sc):
+             touched, sr, sc, stats):
     """Shortest augmenting path from each free row in ``rows`` (JV 1987 / Crouse 2016
     dual update). Returns the number of rows processed before a row found no free column
     (== len(rows) on success)."""
@@ -303,6 +305,9 @@ def _augment(rows, indptr, indices, cost, u, v, col4row, row4col, d, pred, done,
                 sink = j
                 break
             i = row4col[j]
+        stats[0] += nsc
+        stats[1] = max(stats[1], nsc)
+        stats[2] += nt
         if sink >= 0:
             # dual update keeps c̄ ≥ 0 and makes the path tight
             u[r] += minval
@@ -504,6 +509,13 @@ def _merge_fill(ip, ix, w, jp, jx, jw, ptr, out_x, out_w):
             p += 1
 
 
+def _lap(times: dict, name: str, t0: float) -> float:
+    """times[name] += seconds since t0; returns now."""
+    t = time.perf_counter()
+    times[name] = times.get(name, 0.0) + t - t0
+    return t
+
+
 class SparseAssignment:
     """Minimum-cost row-saturating matching on a sparse graph, with dual potentials.
 
@@ -528,10 +540,15 @@ class SparseAssignment:
         self._work = (np.full(nc, np.inf), np.empty(nc, np.int64), np.zeros(nc, np.bool_),
                       np.full(nc, -1, np.int64), np.empty(nc, np.int64),
                       np.empty(nc, np.int64), np.empty(self.n_rows + 1, np.int64),
-                      np.empty(nc, np.int64))
+                      np.empty(nc, np.int64), np.zeros(3, np.int64))
         self.started = False
+        #: seconds per phase of the last :meth:`solve` (and :meth:`flatten`), and counts
+        self.phase_times: dict[str, float | int] = {}
         self.augmentations = 0
         self.auction = True
+        self.eps0, self.eps_div, self.eps_end = 0.05, 5.0, 1e-7
+        self._raw: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._added: list[np.ndarray] = []
 
     def _set_graph(self, indptr: np.ndarray, indices: np.ndarray, cost: np.ndarray) -> None:
         self.indptr = np.ascontiguousarray(indptr, np.int64)
@@ -545,17 +562,21 @@ class SparseAssignment:
     def solve(self, progress: Progress | None = None, batch: int = 4096) -> bool:
         """Match every row (warm: only the currently free ones). False if some row cannot
         be matched (the graph has no row-saturating matching)."""
+        pt = self.phase_times = {}
+        t = time.perf_counter()
         if not self.started:
             if self.square:
                 _init_square(self.indptr, self.indices, self.cost, self.u, self.v,
                              self.col4row, self.row4col)
+                t = _lap(pt, "init", t)
                 if self.auction and self.n_rows > 1000:
-                    self._auction_prices(0.05)
+                    self._auction_prices(self.eps0)
             else:
                 self.v[:] = 0.0
                 _init_rows(self.indptr, self.indices, self.cost, self.u, self.v, self.col4row,
                            self.row4col)
             self.started = True
+        t = _lap(pt, "start", t)
         free = np.flatnonzero(self.col4row < 0)
         # augmenting row reduction (cold and warm starts): cheap local bidding settles most
         # free rows; it only lowers v
@@ -565,6 +586,8 @@ class SparseAssignment:
             _row_reduction(free, self.indptr, self.indices, self.cost, self.u, self.v,
                            self.col4row, self.row4col, 4 * free.shape[0] + 16)
             free = np.flatnonzero(self.col4row < 0)
+        t = _lap(pt, "row_reduction", t)
+        pt["free"] = free.shape[0]
         total = free.shape[0]
         for lo in range(0, total, batch):
             chunk = free[lo:lo + batch]
@@ -575,6 +598,9 @@ class SparseAssignment:
                 return False
             if progress is not None:
                 progress(min(lo + batch, total), total)
+        _lap(pt, "augment", t)
+        pt["scanned"] = int(self._work[-1][0])  # rows reached by the searches
+        self._work[-1][:] = 0
         return True
 
     def _auction_prices(self, eps0: float) -> None:
@@ -588,14 +614,20 @@ class SparseAssignment:
         scale = float(finite.max() - finite.min()) or 1.0
         eps = eps0 * scale
         n = self.n_rows
-        while eps > 1e-7 * scale:
+        pt = getattr(self, "phase_times", {})
+        ph = 0
+        while eps > self.eps_end * scale:
             self.col4row[:] = -1
             self.row4col[:] = -1
+            t = time.perf_counter()
             left = _auction(self.indptr, self.indices, self.cost, self.v, self.col4row,
                             self.row4col, eps, 40 * n)
+            _lap(pt, "auction", t)
+            ph += 1
+            pt["phases"] = ph
             if left:
                 break  # price war: keep the prices reached, finish with shortest paths
-            eps /= 5.0
+            eps /= self.eps_div
         self.col4row[:] = -1
         self.row4col[:] = -1
         _init_rows(self.indptr, self.indices, self.cost, self.u, self.v, self.col4row,
@@ -618,6 +650,11 @@ class SparseAssignment:
             self.row4col[:] = -1
             return
         rows = np.unique(np.asarray(rows, np.int64))
+        self._added.append(rows)
+        self._lower_rows(rows)
+
+    def _lower_rows(self, rows: np.ndarray) -> None:
+        """u_i := min_j c̄-feasible value for the given rows; a row whose u falls is freed."""
         for i in rows:
             lo, hi = self.indptr[i], self.indptr[i + 1]
             m = float(np.min(self.cost[lo:hi] - self.v[self.indices[lo:hi]]))
@@ -628,8 +665,29 @@ class SparseAssignment:
                     self.col4row[i] = -1
                     self.row4col[j] = -1
 
+    def rewarm(self) -> None:
+        """Go back to the duals the last :meth:`flatten` started from (optimal for the
+        matching it kept, but not flat: few tight edges, so augmenting paths stay short)
+        and free the rows whose added edges violate them; the next :meth:`solve` is a
+        warm start from there. Falls back to :meth:`restart` without such duals."""
+        if self._raw is None:
+            self.restart()
+            return
+        u, v, c4r = self._raw
+        self.u[:] = u
+        self.v[:] = v
+        self.col4row[:] = c4r
+        self.row4col[:] = -1
+        self.row4col[c4r] = np.arange(self.n_rows)
+        self._raw = None
+        if self._added:
+            self._lower_rows(np.unique(np.concatenate(self._added)))
+        self._added = []
+
     def restart(self) -> None:
         """Forget the matching and duals: the next :meth:`solve` starts afresh."""
+        self._raw = None
+        self._added = []
         self.started = False
         self.col4row[:] = -1
         self.row4col[:] = -1
@@ -640,8 +698,12 @@ class SparseAssignment:
         """Re-normalise the (optimal) duals to the flattest ones, see :func:`_flatten`.
         Square problems only (a rectangular problem needs v = 0 on free columns)."""
         if self.square and (self.col4row >= 0).all():
+            self._raw = (self.u.copy(), self.v.copy(), self.col4row.copy())
+            self._added = []
+            t = time.perf_counter()
             _flatten(self.indptr, self.indices, self.cost, self.u, self.v, self.col4row,
                      self.row4col)
+            _lap(self.phase_times, "flatten", t)
 
     def polish(self) -> None:
         """u_i := c_{i,σ(i)} − v_{σ(i)} exactly, so matched edges are tight to the bit (the

@@ -574,7 +574,7 @@ def _repair_rounds(pw: Pairwise, sa: SparseAssignment, lists: _Lists, rep: _Repa
             # flattened duals, and a fresh auction start is cheaper (see the README of
             # benchmarks/); a fresh start also needs fresh bounds
             rep.v_ref = sa.v.copy()  # the v of the last certificate (add_edges lowers u only)
-            sa.restart()
+            sa.rewarm()
             rep.restarts += 1
 
 
@@ -597,6 +597,9 @@ def _solve_round(pw: Pairwise, sa: SparseAssignment, rep: _Repair, delta: float,
     sa.polish()
     rep.t_solve += time.perf_counter() - t0
     rep.rounds += 1
+    _log.info("solve %d: %.2f s (%s)", rep.rounds, time.perf_counter() - t0,
+              ", ".join(f"{k} {v:.2f}" if isinstance(v, float) else f"{k} {v}"
+                        for k, v in sa.phase_times.items()))
 
 
 class _Lists:
