@@ -140,11 +140,16 @@ def _row_reduction(free_rows, indptr, indices, cost, u, v, col4row, row4col, max
     queue, and ``max_steps`` bounds the work (ties can make rows chase each other)."""
     cap = free_rows.shape[0] + max_steps + 1
     queue = np.empty(cap, np.int64)
+    # the rows whose u may be stale at the end: the free rows and every evicted row
+    seen = np.empty(cap, np.int64)
+    nseen = 0
     head = 0
     tail = 0
     for p in range(free_rows.shape[0]):
         queue[tail] = free_rows[p]
         tail += 1
+        seen[nseen] = free_rows[p]
+        nseen += 1
     steps = 0
     while head < tail and steps < max_steps:
         i = queue[head]
@@ -184,6 +189,9 @@ def _row_reduction(free_rows, indptr, indices, cost, u, v, col4row, row4col, max
         col4row[i] = j1
         if i0 >= 0:
             col4row[i0] = -1
+            if nseen < cap:
+                seen[nseen] = i0
+                nseen += 1
             if m1 < m2:
                 # progress was made: the evicted row bids at once
                 head -= 1
@@ -191,9 +199,12 @@ def _row_reduction(free_rows, indptr, indices, cost, u, v, col4row, row4col, max
             elif tail < cap:
                 queue[tail] = i0
                 tail += 1
-    # restore the duals' invariants: matched rows tight, free rows at their row minimum
-    n = indptr.shape[0] - 1
-    for i in range(n):
+    # restore the duals' invariants: matched rows tight, free rows at their row minimum.
+    # Only the rows that bid or were evicted: any other row kept its column, whose v did
+    # not move (a bid on it would have evicted the row), and its u = c_ij − v_j exactly
+    # (every caller's state: row minima, polish, add_edges frees the rows it lowers)
+    for p in range(nseen):
+        i = seen[p]
         j = col4row[i]
         if j >= 0:
             for e in range(indptr[i], indptr[i + 1]):
@@ -562,6 +573,8 @@ class SparseAssignment:
     def solve(self, progress: Progress | None = None, batch: int = 4096) -> bool:
         """Match every row (warm: only the currently free ones). False if some row cannot
         be matched (the graph has no row-saturating matching)."""
+        if self.started and (self.col4row >= 0).all():
+            return True  # nothing to do (phase_times keep the last solve's)
         pt = self.phase_times = {}
         t = time.perf_counter()
         if not self.started:
@@ -679,6 +692,7 @@ class SparseAssignment:
         self.col4row[:] = c4r
         self.row4col[:] = -1
         self.row4col[c4r] = np.arange(self.n_rows)
+        self.polish()  # u = c − v on the matching, exactly (the row reduction relies on it)
         self._raw = None
         if self._added:
             self._lower_rows(np.unique(np.concatenate(self._added)))

@@ -108,6 +108,10 @@ MIN_K = 8
 #: fraction of the rows was freed: the freed rows' augmenting paths then cost more than a
 #: fresh start (figures in benchmarks/README.md, "Repair rounds")
 RESTART_FREE = 0.0005
+#: ... and up to this fraction, re-augment from the duals before the last flattening
+#: (SparseAssignment.rewarm) instead of restarting: few tight edges there, so the freed
+#: rows' paths stay short (figures in benchmarks/README.md, "Repair rounds")
+REWARM_FREE = 0.005
 #: after a fresh start, the columns whose v rose by more than this fraction of mean |u|
 #: are checked by column scans; the row bounds absorb smaller rises
 RISE_EPS = 0.01
@@ -574,7 +578,10 @@ def _repair_rounds(pw: Pairwise, sa: SparseAssignment, lists: _Lists, rep: _Repa
             # flattened duals, and a fresh auction start is cheaper (see the README of
             # benchmarks/); a fresh start also needs fresh bounds
             rep.v_ref = sa.v.copy()  # the v of the last certificate (add_edges lowers u only)
-            sa.rewarm()
+            if freed <= REWARM_FREE * n_r:
+                sa.rewarm()  # back to the duals before flattening: short augmenting paths
+            else:
+                sa.restart()
             rep.restarts += 1
 
 
