@@ -1,6 +1,7 @@
 """Sparse assignment (engine/matching/assignment.py): warm starts after added edges — plain
-(flattened duals, freed rows re-augmented) and :meth:`SparseAssignment.rewarm` (back to the
-duals before flattening) — against scipy's dense assignment on graphs with ties."""
+(flattened duals, freed rows re-augmented), :meth:`SparseAssignment.rewarm` (back to the
+duals before flattening) and a restart from the last prices — against scipy's dense
+assignment on graphs with ties."""
 
 from __future__ import annotations
 
@@ -47,7 +48,7 @@ def _check(sa: SparseAssignment, want: float) -> None:
 
 @pytest.mark.parametrize("n,deg,levels,seed", [(60, 3, 4, 0), (200, 4, 3, 1),
                                                (1300, 3, 20, 2), (1300, 5, 5, 3)])
-@pytest.mark.parametrize("mode", ["warm", "rewarm", "mixed"])
+@pytest.mark.parametrize("mode", ["warm", "rewarm", "mixed", "prices"])
 def test_warm_starts_equal_scipy_with_ties(n, deg, levels, seed, mode):
     rng = np.random.default_rng(seed)
     (rows, cols, costs), held = _graph(n, deg, rng, levels)
@@ -67,6 +68,10 @@ def test_warm_starts_equal_scipy_with_ties(n, deg, levels, seed, mode):
         if mode == "rewarm" or (mode == "mixed" and step == 1):
             sa.rewarm()  # back to the duals before the last flatten, re-freeing rows
             assert sa.started
+        elif mode == "prices":
+            freed += int((sa.col4row < 0).sum())
+            sa.restart(keep_prices=True)  # a fresh start from the last prices
+            assert not sa.started
         freed += int((sa.col4row < 0).sum())
         assert sa.solve()
         want = _optimum(n, rows[have], cols[have], costs[have])

@@ -25,7 +25,11 @@ free columns with v < 0).
 
 The solver can be warm-started after edges are added: rows whose new edges have negative
 reduced cost get u_i lowered to their new minimum, which frees their matched column, and
-only those rows are re-augmented (rectangular problems restart).
+only those rows are re-augmented (rectangular problems restart). Flattened duals make every
+row's augmenting path search far (their tight edges form a spanning forest), so after a
+round that frees more rows :meth:`SparseAssignment.rewarm` goes back to the duals the last
+flattening started from (optimal for the same matching, few tight edges) and frees the
+rows whose added edges violate those instead.
 
 :func:`allowed_edges` implements Tassa (2012, "Finding all maximally-matchable edges in a
 bipartite graph", Theoretical Computer Science 423:50–58): given one perfect matching M, an
@@ -558,6 +562,8 @@ class SparseAssignment:
         self.augmentations = 0
         self.auction = True
         self.eps0, self.eps_div, self.eps_end = 0.05, 5.0, 1e-7
+        self.warm_eps0 = 1e-3
+        self._prices: np.ndarray | None = None
         self._raw: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self._added: list[np.ndarray] = []
 
@@ -578,7 +584,16 @@ class SparseAssignment:
         pt = self.phase_times = {}
         t = time.perf_counter()
         if not self.started:
-            if self.square:
+            if self.square and self._prices is not None:
+                # restart(keep_prices=True): the auction starts at the last optimal prices,
+                # so its coarse phases (most of a cold start's bids) are skipped
+                self.v[:] = self._prices
+                self._prices = None
+                _init_rows(self.indptr, self.indices, self.cost, self.u, self.v, self.col4row,
+                           self.row4col)
+                if self.auction and self.n_rows > 1000:
+                    self._auction_prices(self.warm_eps0)
+            elif self.square:
                 _init_square(self.indptr, self.indices, self.cost, self.u, self.v,
                              self.col4row, self.row4col)
                 t = _lap(pt, "init", t)
@@ -698,8 +713,13 @@ class SparseAssignment:
             self._lower_rows(np.unique(np.concatenate(self._added)))
         self._added = []
 
-    def restart(self) -> None:
-        """Forget the matching and duals: the next :meth:`solve` starts afresh."""
+    def restart(self, keep_prices: bool = False) -> None:
+        """Forget the matching and duals: the next :meth:`solve` starts afresh — from the
+        current column prices v with ``keep_prices`` (square problems; the ε-scaling
+        auction then starts at ``warm_eps0``, prices that are optimal for a graph with
+        fewer edges are near-optimal for this one)."""
+        self._prices = (self._raw[1] if self._raw is not None else self.v.copy()) \
+            if keep_prices and self.square else None
         self._raw = None
         self._added = []
         self.started = False

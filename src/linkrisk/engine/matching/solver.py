@@ -41,9 +41,10 @@ Four solvers, all exact:
               perfect matching → k doubles.
            A scanned row remembers a lower bound on its c_ij − v_j outside G; warm starts
            only lower v, so it is rescanned only when its u_i grows past that bound. A
-           round that frees many rows restarts the solver instead (shortest augmenting
-           paths from many freed rows cost more than a fresh auction start); the new
-           flattened duals differ little from the old ones, so the bounds are carried
+           round that frees more rows re-augments them from the duals before the last
+           flattening instead (few tight edges there, so the paths stay short), or, when
+           it frees very many, restarts the solver (a fresh auction start is cheaper); the
+           new flattened duals differ little from the old ones, so the bounds are carried
            over: the few columns whose v rose by more than 1 % of mean |u| are checked
            by exact column scans in every later round, and all bounds drop by the
            largest rise of the other columns.
@@ -572,16 +573,18 @@ def _repair_rounds(pw: Pairwise, sa: SparseAssignment, lists: _Lists, rep: _Repa
         rep.log[-1] += (freed,)
         rep.fresh = sa.started and freed > RESTART_FREE * n_r
         _log.info("round %d: %d rows freed (%s)", rep.rounds, freed,
-                  "fresh start" if rep.fresh else "warm")
+                  "warm" if not rep.fresh else "rewarm" if freed <= REWARM_FREE * n_r
+                  else "fresh start")
         if rep.fresh:
             # many rows freed: their shortest augmenting paths reach far through the
-            # flattened duals, and a fresh auction start is cheaper (see the README of
-            # benchmarks/); a fresh start also needs fresh bounds
+            # flattened duals (their tight edges span every row); from the duals before
+            # flattening they stay short, and with very many a fresh auction start is
+            # cheaper (see the README of benchmarks/); both need the bounds carried over
             rep.v_ref = sa.v.copy()  # the v of the last certificate (add_edges lowers u only)
             if freed <= REWARM_FREE * n_r:
                 sa.rewarm()  # back to the duals before flattening: short augmenting paths
             else:
-                sa.restart()
+                sa.restart(keep_prices=True)  # an auction from the last optimal prices
             rep.restarts += 1
 
 
