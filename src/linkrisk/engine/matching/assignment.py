@@ -136,6 +136,94 @@ def _auction(indptr, indices, cost, v, col4row, row4col, eps, max_steps):
 
 
 @nb.njit(cache=True)
+def _auction_warm(indptr, indices, cost, v, col4row, row4col, eps, max_steps, touched):
+    """:func:`_auction` for a warm start: only the unassigned rows bid (the others hold
+    their columns with zero slack), and every row that bids is marked in ``touched``.
+    Returns the rows left unassigned."""
+    n = indptr.shape[0] - 1
+    queue = np.empty(n + 1, np.int64)
+    head = 0
+    size = 0
+    for i in range(n):
+        if col4row[i] < 0:
+            queue[(head + size) % (n + 1)] = i
+            size += 1
+    steps = 0
+    while size > 0 and steps < max_steps:
+        i = queue[head]
+        head = (head + 1) % (n + 1)
+        size -= 1
+        steps += 1
+        touched[i] = True
+        m1 = np.inf
+        m2 = np.inf
+        j1 = -1
+        for e in range(indptr[i], indptr[i + 1]):
+            j = indices[e]
+            r = cost[e] - v[j]
+            if r < m2:
+                if r < m1:
+                    m2 = m1
+                    m1 = r
+                    j1 = j
+                else:
+                    m2 = r
+        if j1 < 0:
+            continue
+        v[j1] -= (m2 - m1 if m2 < np.inf else 0.0) + eps
+        i0 = row4col[j1]
+        row4col[j1] = i
+        col4row[i] = j1
+        if i0 >= 0:
+            col4row[i0] = -1
+            queue[(head + size) % (n + 1)] = i0
+            size += 1
+    return size
+
+
+@nb.njit(cache=True)
+def _unassign_slack(rows, indptr, indices, cost, v, col4row, row4col, eps):
+    """Unassign the given rows whose column is more than eps above their row minimum of
+    c_ij − v_j (they violate ε-complementary slackness for the next, smaller ε)."""
+    for p in range(rows.shape[0]):
+        i = rows[p]
+        j0 = col4row[i]
+        if j0 < 0:
+            continue
+        best = np.inf
+        own = np.inf
+        for e in range(indptr[i], indptr[i + 1]):
+            j = indices[e]
+            r = cost[e] - v[j]
+            if r < best:
+                best = r
+            if j == j0:
+                own = r
+        if own > best + eps:
+            col4row[i] = -1
+            row4col[j0] = -1
+
+
+@nb.njit(cache=True)
+def _init_subset(rows, indptr, indices, cost, u, v, col4row, row4col):
+    """:func:`_init_rows` for the given (unassigned) rows only."""
+    for p in range(rows.shape[0]):
+        i = rows[p]
+        best = np.inf
+        bj = -1
+        for e in range(indptr[i], indptr[i + 1]):
+            j = indices[e]
+            r = cost[e] - v[j]
+            if r < best or (r == best and bj >= 0 and row4col[bj] >= 0 and row4col[j] < 0):
+                best = r
+                bj = j
+        u[i] = best if bj >= 0 else 0.0
+        if bj >= 0 and row4col[bj] < 0:
+            row4col[bj] = i
+            col4row[i] = bj
+
+
+@nb.njit(cache=True)
 def _row_reduction(free_rows, indptr, indices, cost, u, v, col4row, row4col, max_steps):
     """JV's augmenting row reduction: a free row takes the column of its smallest reduced
     cost c_ij − v_j and lowers that column's v by the gap to its second smallest (a bid of
@@ -562,7 +650,9 @@ class SparseAssignment:
         self.augmentations = 0
         self.auction = True
         self.eps0, self.eps_div, self.eps_end = 0.05, 5.0, 1e-7
-        self.warm_eps0 = 1e-3
+        self.warm_eps0 = 1e-3    # restart(keep_prices=True)
+        self.rewarm_eps0 = 1e-5  # the freed rows' auction after rewarm()
+        self._settle = False
         self._prices: np.ndarray | None = None
         self._raw: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self._added: list[np.ndarray] = []
@@ -604,6 +694,12 @@ class SparseAssignment:
                 _init_rows(self.indptr, self.indices, self.cost, self.u, self.v, self.col4row,
                            self.row4col)
             self.started = True
+        elif self._settle:
+            # after rewarm(): the freed rows bid first (see warm_auction)
+            self._settle = False
+            if self.auction and self.n_rows > 1000:
+                self.warm_auction(self.rewarm_eps0)
+            t = _lap(pt, "auction", t)
         t = _lap(pt, "start", t)
         free = np.flatnonzero(self.col4row < 0)
         # augmenting row reduction (cold and warm starts): cheap local bidding settles most
@@ -697,7 +793,9 @@ class SparseAssignment:
         """Go back to the duals the last :meth:`flatten` started from (optimal for the
         matching it kept, but not flat: few tight edges, so augmenting paths stay short)
         and free the rows whose added edges violate them; the next :meth:`solve` is a
-        warm start from there. Falls back to :meth:`restart` without such duals."""
+        warm start from there, in which the freed rows first bid (:meth:`warm_auction`
+        from ε = ``rewarm_eps0``·scale; square problems of more than 1,000 rows, as the
+        cold start's auction). Falls back to :meth:`restart` without such duals."""
         if self._raw is None:
             self.restart()
             return
@@ -712,6 +810,40 @@ class SparseAssignment:
         if self._added:
             self._lower_rows(np.unique(np.concatenate(self._added)))
         self._added = []
+        self._settle = True
+
+    def warm_auction(self, eps0: float) -> None:
+        """Settle the free rows of a warm start (rows matched with zero slack, e.g. after
+        :meth:`rewarm`) by ε-scaling auction phases in which only they and the rows they
+        evict bid, from ε = ``eps0``·scale down to the cold start's finest ε; then every row
+        that bid is unmatched and gets its row minimum (c̄ ≥ 0 again, exactly), and
+        :meth:`solve` settles the few conflicts by shortest paths."""
+        free = self.col4row < 0
+        if not free.any() or not self.square:
+            return
+        scale = self._scale()
+        eps = eps0 * scale
+        touched = np.zeros(self.n_rows, np.bool_)
+        n = self.n_rows
+        while True:
+            left = _auction_warm(self.indptr, self.indices, self.cost, self.v, self.col4row,
+                                 self.row4col, eps, 40 * n, touched)
+            eps /= self.eps_div
+            if left or eps <= self.eps_end * scale:
+                break
+            _unassign_slack(np.flatnonzero(touched), self.indptr, self.indices, self.cost,
+                            self.v, self.col4row, self.row4col, eps)
+        rows = np.flatnonzero(touched | (self.col4row < 0))
+        cols = self.col4row[rows]
+        self.row4col[cols[cols >= 0]] = -1
+        self.col4row[rows] = -1
+        _init_subset(rows, self.indptr, self.indices, self.cost, self.u, self.v,
+                     self.col4row, self.row4col)
+        self.phase_times["bid_rows"] = int(rows.shape[0])
+
+    def _scale(self) -> float:
+        finite = self.cost[np.isfinite(self.cost)]
+        return (float(finite.max() - finite.min()) or 1.0) if finite.size else 1.0
 
     def restart(self, keep_prices: bool = False) -> None:
         """Forget the matching and duals: the next :meth:`solve` starts afresh — from the
@@ -722,6 +854,7 @@ class SparseAssignment:
             if keep_prices and self.square else None
         self._raw = None
         self._added = []
+        self._settle = False
         self.started = False
         self.col4row[:] = -1
         self.row4col[:] = -1

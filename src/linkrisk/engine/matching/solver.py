@@ -109,10 +109,11 @@ MIN_K = 8
 #: fraction of the rows was freed: the freed rows' augmenting paths then cost more than a
 #: fresh start (figures in benchmarks/README.md, "Repair rounds")
 RESTART_FREE = 0.0005
-#: ... and up to this fraction, re-augment from the duals before the last flattening
-#: (SparseAssignment.rewarm) instead of restarting: few tight edges there, so the freed
-#: rows' paths stay short (figures in benchmarks/README.md, "Repair rounds")
-REWARM_FREE = 0.005
+#: ... and up to this fraction, settle the freed rows from the duals before the last
+#: flattening (SparseAssignment.rewarm: an auction of the freed rows, then short
+#: augmenting paths) instead of restarting from the last prices (figures in
+#: benchmarks/README.md, "Repair rounds")
+REWARM_FREE = 0.02
 #: after a fresh start, the columns whose v rose by more than this fraction of mean |u|
 #: are checked by column scans; the row bounds absorb smaller rises
 RISE_EPS = 0.01
