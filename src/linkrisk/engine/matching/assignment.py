@@ -71,75 +71,21 @@ def _init_square(indptr, indices, cost, u, v, col4row, row4col):
 
 @nb.njit(cache=True)
 def _init_rows(indptr, indices, cost, u, v, col4row, row4col):
-    n = indptr.shape[0] - 1
-    for i in range(n):
-        best = np.inf
-        bj = -1
-        for e in range(indptr[i], indptr[i + 1]):
-            j = indices[e]
-            r = cost[e] - v[j]
-            # prefer a free column among equal minima: fewer augmentations later
-            if r < best or (r == best and bj >= 0 and row4col[bj] >= 0 and row4col[j] < 0):
-                best = r
-                bj = j
-        u[i] = best if bj >= 0 else 0.0
-        if bj >= 0 and row4col[bj] < 0:
-            row4col[bj] = i
-            col4row[i] = bj
+    """Every row's u_i = min_j (c_ij − v_j), matched to its argmin column if still free
+    (see :func:`_init_subset`)."""
+    _init_subset(np.arange(indptr.shape[0] - 1), indptr, indices, cost, u, v, col4row,
+                 row4col)
 
 
 @nb.njit(cache=True)
-def _auction(indptr, indices, cost, v, col4row, row4col, eps, max_steps):
+def _auction(indptr, indices, cost, v, col4row, row4col, eps, max_steps, touched):
     """One ε-phase of the (Gauss–Seidel, forward) auction algorithm (Bertsekas 1988) in
     the duals' terms: every row, starting unassigned, takes the column j1 of its smallest
     c_ij − v_j and lowers v_j1 by (second smallest − smallest) + ε, evicting the previous
     owner. Ends with every row assigned and ε-complementary slackness, or after
-    ``max_steps`` bids (a price war on a barely feasible graph). Returns the rows left."""
-    n = indptr.shape[0] - 1
-    queue = np.empty(n + 1, np.int64)
-    head = 0
-    size = 0
-    for i in range(n):
-        if col4row[i] < 0:
-            queue[(head + size) % (n + 1)] = i
-            size += 1
-    steps = 0
-    while size > 0 and steps < max_steps:
-        i = queue[head]
-        head = (head + 1) % (n + 1)
-        size -= 1
-        steps += 1
-        m1 = np.inf
-        m2 = np.inf
-        j1 = -1
-        for e in range(indptr[i], indptr[i + 1]):
-            j = indices[e]
-            r = cost[e] - v[j]
-            if r < m2:
-                if r < m1:
-                    m2 = m1
-                    m1 = r
-                    j1 = j
-                else:
-                    m2 = r
-        if j1 < 0:
-            continue
-        v[j1] -= (m2 - m1 if m2 < np.inf else 0.0) + eps
-        i0 = row4col[j1]
-        row4col[j1] = i
-        col4row[i] = j1
-        if i0 >= 0:
-            col4row[i0] = -1
-            queue[(head + size) % (n + 1)] = i0
-            size += 1
-    return size
-
-
-@nb.njit(cache=True)
-def _auction_warm(indptr, indices, cost, v, col4row, row4col, eps, max_steps, touched):
-    """:func:`_auction` for a warm start: only the unassigned rows bid (the others hold
-    their columns with zero slack), and every row that bids is marked in ``touched``.
-    Returns the rows left unassigned."""
+    ``max_steps`` bids (a price war on a barely feasible graph). Only the unassigned rows
+    bid (a warm start keeps the others' columns); every row that bids is marked in
+    ``touched``. Returns the rows left."""
     n = indptr.shape[0] - 1
     queue = np.empty(n + 1, np.int64)
     head = 0
@@ -214,6 +160,7 @@ def _init_subset(rows, indptr, indices, cost, u, v, col4row, row4col):
         for e in range(indptr[i], indptr[i + 1]):
             j = indices[e]
             r = cost[e] - v[j]
+            # prefer a free column among equal minima: fewer augmentations later
             if r < best or (r == best and bj >= 0 and row4col[bj] >= 0 and row4col[j] < 0):
                 best = r
                 bj = j
@@ -738,6 +685,7 @@ class SparseAssignment:
         scale = float(finite.max() - finite.min()) or 1.0
         eps = eps0 * scale
         n = self.n_rows
+        touched = np.zeros(n, np.bool_)  # unused here: every row bids
         pt = getattr(self, "phase_times", {})
         ph = 0
         while eps > self.eps_end * scale:
@@ -745,7 +693,7 @@ class SparseAssignment:
             self.row4col[:] = -1
             t = time.perf_counter()
             left = _auction(self.indptr, self.indices, self.cost, self.v, self.col4row,
-                            self.row4col, eps, 40 * n)
+                            self.row4col, eps, 40 * n, touched)
             _lap(pt, "auction", t)
             ph += 1
             pt["phases"] = ph
@@ -826,8 +774,8 @@ class SparseAssignment:
         touched = np.zeros(self.n_rows, np.bool_)
         n = self.n_rows
         while True:
-            left = _auction_warm(self.indptr, self.indices, self.cost, self.v, self.col4row,
-                                 self.row4col, eps, 40 * n, touched)
+            left = _auction(self.indptr, self.indices, self.cost, self.v, self.col4row,
+                            self.row4col, eps, 40 * n, touched)
             eps /= self.eps_div
             if left or eps <= self.eps_end * scale:
                 break
