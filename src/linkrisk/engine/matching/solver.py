@@ -41,11 +41,12 @@ Four solvers, all exact:
               perfect matching → k doubles.
            A scanned row remembers a lower bound on its c_ij − v_j outside G; warm starts
            only lower v, so it is rescanned only when its u_i grows past that bound. A
-           round that frees more rows re-augments them from the duals before the last
-           flattening instead (few tight edges there, so the paths stay short), or, when
-           it frees very many, restarts the solver (a fresh auction start is cheaper); the
-           new flattened duals differ little from the old ones, so the bounds are carried
-           over: the few columns whose v rose by more than 1 % of mean |u| are checked
+           round that frees more rows settles them from the duals before the last
+           flattening instead (few tight edges there: an auction among the freed rows and
+           the rows they evict, then short augmenting paths), or, when it frees very many,
+           restarts the solver's auction from the last prices; the new flattened duals
+           differ little from the old ones, so the bounds are carried over: the few
+           columns whose v rose by more than 1 % of mean |u| are checked
            by exact column scans in every later round, and all bounds drop by the
            largest rise of the other columns.
            For the Euclidean cost at large n the one full pass (the lists of step 1) is
@@ -608,7 +609,8 @@ def _solve_round(pw: Pairwise, sa: SparseAssignment, rep: _Repair, delta: float,
     sa.polish()
     rep.t_solve += time.perf_counter() - t0
     rep.rounds += 1
-    _log.info("solve %d: %.2f s (%s)", rep.rounds, time.perf_counter() - t0,
+    _log.info("solve %d: %.2f s (last solve and flattening: %s)", rep.rounds,
+              time.perf_counter() - t0,
               ", ".join(f"{k} {v:.2f}" if isinstance(v, float) else f"{k} {v}"
                         for k, v in sa.phase_times.items()))
 
