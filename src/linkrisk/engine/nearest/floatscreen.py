@@ -21,23 +21,22 @@ z₆₄ is the float64 score minus the same constant and
   Q = 1 + ‖a‖‖b‖; K(b,b) and the final sum add 3u·(K(a,a) + K(b,b)); and by
   Cauchy–Schwarz (1 + ‖a‖‖b‖)² ≤ (1 + ‖a‖²)(1 + ‖b‖²), so Q^d ≤ (K(a,a) + K(b,b))/2.
 
-**Band.** The scan keeps cur = min over the records seen of ẑ + e_a + e_b (an upper bound
-of the exact running minimum minus the constant) and buffers, in B order, every record with
-ẑ − e_a − e_b ≤ T(cur), T(x) ≥ x + rtol·|x + constant| rounded up to float32 (a real
-upper bound of the tie threshold of any exact minimum ≤ x + constant). So at every moment
-the buffer holds every record the exact kernel's buffer could hold then. Consequences:
+**Band and replay.** The scan keeps cur = min over the records seen of ẑ + e_a + e_b (an
+upper bound of the exact running minimum minus the constant) and appends to the row's
+log, in B order, every record with ẑ − e_a − e_b ≤ T(cur), T(x) ≥ x + rtol·|x + constant|
+rounded up to float32 (a real upper bound of the tie threshold of any exact minimum
+≤ x + constant). The exact kernel's state (running minimum, tie buffer, overflow flag)
+changes only at records b with s(b) ≤ t(min of the records before b); each of them is in
+the log, since the exact minimum so far is at most cur + constant. Records of the log that
+are not such records leave the exact state unchanged too (they score above the threshold
+and so above the running minimum). So the exact kernel's loop replayed on the log, with
+exact scores, ends in the exact kernel's state: the same minimum, tie buffer and overflow
+flag; a row that overflows is recounted as :func:`~.kernels.recount_rows` does, over
+the log (every tied record is in it).
 
-1. the final buffer contains C(a) = {b : s(a,b) ≤ t(s_min)}, and the exact minimum;
-2. if the buffer never held more than ``cap`` records, the exact kernel's tie buffer never
-   overflowed: its result is C(a) with the pick among C(a);
-3. if |C(a)| > ``cap``, the exact kernel's overflow flag is set for good (a lost tied
-   record scores ≤ t(s_min), so no later minimum clears it) and the row is recounted:
-   |C(a)| and a link by reservoir sampling over C(a) in B order, done here on the buffer.
-
-A row whose screen buffer overflows (``SCREEN_CAP``), or with |C(a)| ≤ cap after the
-buffer held more than cap records (the exact overflow flag depends on the path), is
-recomputed by the exact kernel. The screen is not used when a proof condition fails:
-non-finite values, float32 overflow, or a bound too loose to be useful.
+A row whose log overflows (8·``cap`` + ``SCREEN_SLACK`` records) is recomputed by the
+exact kernel. The screen is not used when a proof condition fails: non-finite values,
+float32 overflow, or a bound too loose to be useful.
 """
 
 from __future__ import annotations
@@ -46,9 +45,16 @@ import numba as nb
 import numpy as np
 
 from .intkernels import integer_form
-from .kernels import KERNEL, L1, Pairwise, pair_score
+from .kernels import (
+    KERNEL,
+    L1,
+    Pairwise,
+    buffer_candidate,
+    new_minimum,
+    pair_score,
+    pick_buffered,
+)
 from .rules import (
-    pick,
     reservoir_start,
     reservoir_step,
     tie_threshold,
@@ -61,8 +67,8 @@ from .sets import NearestSets, exact_sets, plan_blocks
 METRICS = (L1, KERNEL)
 #: screen problems with at least this many pairs under ``screen="auto"``
 MIN_PAIRS = 4_000_000
-#: the screen's buffer per row, relative to the tie buffer ``cap``: 4·cap + 64
-SCREEN_SLACK = 64
+#: the screen's log per row, relative to the tie buffer ``cap``: 8·cap + 256
+SCREEN_SLACK = 256
 #: float32 values of the scan stay below this (no overflow in sums and powers)
 _F32_LIMIT = 1e30
 
@@ -171,42 +177,32 @@ def _kernel_part(acc, tmp, kb, t0, w, degree):
 
 
 @nb.njit(inline="always")
-def _offer(acc, eb, ea, r, t0, w, shift, rtol, cur, thr, buf_i, buf_s, nbuf, over, peak):
+def _offer(acc, eb, ea, r, t0, w, shift, rtol, cur, thr, log_i, nlog, over):
     """Row r's band bookkeeping for one tile of float32 scores ``acc`` (see the module):
-    skip the tile when its lowest lower bound is above the row's threshold, else buffer, in
-    B order, the records whose lower bound is at or below it."""
-    th = thr[r]
+    skip the tile when its lowest lower bound is above the row's threshold, else append to
+    the row's log, in B order, the records whose lower bound is at or below it."""
     if over[r]:
         return
+    th = thr[r]
     mn = np.float32(np.inf)
     for k in range(w):
         mn = min(mn, acc[k] - (eb[t0 + k] + ea))
     if mn > th:
         return
     c = cur[r]
-    cap = buf_i.shape[1]
     for k in range(w):
         e = eb[t0 + k] + ea
         lo = acc[k] - e  # the same expression as the tile minimum's
         if lo <= th:
+            if nlog[r] == log_i.shape[1]:
+                over[r] = True
+                return
+            log_i[r, nlog[r]] = t0 + k
+            nlog[r] += 1
             hi = acc[k] + e
             if hi < c:
                 c = hi
                 th = _band32(c, shift, rtol)
-                q = 0
-                for p in range(nbuf[r]):
-                    if buf_s[r, p] <= th:
-                        buf_i[r, q] = buf_i[r, p]
-                        buf_s[r, q] = buf_s[r, p]
-                        q += 1
-                nbuf[r] = q
-            if nbuf[r] == cap:
-                over[r] = True
-                break
-            buf_i[r, nbuf[r]] = t0 + k
-            buf_s[r, nbuf[r]] = lo
-            nbuf[r] += 1
-            peak[r] = max(peak[r], nbuf[r])
     cur[r] = c
     thr[r] = th
 
@@ -234,10 +230,8 @@ def screen_block_float(a32, bt32, ea, eb, kb32, a, b, kaa, kbb, tflat, toff, tsi
         if metric == KERNEL:
             for r in range(nr):
                 shift[r] = kaa[lo + r]
-        buf_i = np.empty((nr, ccap), np.int64)
-        buf_s = np.empty((nr, ccap), np.float32)
-        nbuf = np.zeros(nr, np.int64)
-        peak = np.zeros(nr, np.int64)
+        log_i = np.empty((nr, ccap), np.int64)
+        nlog = np.zeros(nr, np.int64)
         over = np.zeros(nr, np.bool_)
         for t0 in range(0, n_b, tile):
             w = min(tile, n_b - t0)
@@ -249,52 +243,57 @@ def screen_block_float(a32, bt32, ea, eb, kb32, a, b, kaa, kbb, tflat, toff, tsi
                     if metric == KERNEL:
                         _kernel_part(acc[q - r], tmp, kb32, t0, w, degree)
                     _offer(acc[q - r], eb, ea[lo + q], q, t0, w, shift[q], rtol, cur, thr,
-                           buf_i, buf_s, nbuf, over, peak)
+                           log_i, nlog, over)
+        # the exact kernel's loop replayed on each row's log, with exact scores
         sc = np.empty(ccap)
+        buf_i, buf_s, nbuf, eover = _exact_state(nr, cap)
         for r in range(nr):
             i = lo + r
             out_redo[i] = over[r]
             if over[r]:
                 continue
-            smin = np.inf
-            for p in range(nbuf[r]):
-                j = buf_i[r, p]
-                sc[p] = pair_score(a[i], b[j], metric, degree, kaa[i], kbb[j], tflat, toff,
-                                   tsize)
-                smin = min(smin, sc[p])
-            th = tie_threshold(smin, rtol)
-            cnt = 0
-            for p in range(nbuf[r]):
-                if sc[p] <= th:
-                    cnt += 1
+            cur_e = np.inf
+            th = tie_threshold(cur_e, rtol)
+            for p in range(nlog[r]):
+                j = log_i[r, p]
+                s = pair_score(a[i], b[j], metric, degree, kaa[i], kbb[j], tflat, toff, tsize)
+                sc[p] = s
+                if s <= th:
+                    if s < cur_e:
+                        old = cur_e
+                        cur_e = s
+                        th = tie_threshold(cur_e, rtol)
+                        new_minimum(buf_i, buf_s, nbuf, eover, r, old, th)
+                    buffer_candidate(buf_i, buf_s, nbuf, eover, r, j, s)
             ti = truth[i]
-            out_min[i] = smin
+            out_min[i] = cur_e
             out_true_score[i] = (pair_score(a[i], b[ti], metric, degree, kaa[i], kbb[ti],
                                             tflat, toff, tsize)
                                  if ti >= 0 and ti < n_b else np.inf)
-            out_count[i] = cnt
+            if not eover[r]:
+                out_count[i] = nbuf[r]
+                out_link[i] = pick_buffered(buf_i, nbuf, r, seed, rid[i])
+                continue
+            # the exact kernel's recount (recount_rows): every tied record is in the log
+            cnt = 0
             link = -1
-            if cnt > cap:
-                # the exact kernel overflows and recounts: reservoir over C(a) in B order
-                state = reservoir_start(seed, rid[i])
-                k = 0
-                for p in range(nbuf[r]):
-                    if sc[p] <= th:
-                        k += 1
-                        state, take = reservoir_step(state, k)
-                        if take:
-                            link = buf_i[r, p]
-            elif peak[r] > cap:
-                out_redo[i] = True
-            elif cnt > 0:
-                k = pick(seed, rid[i], cnt)
-                for p in range(nbuf[r]):
-                    if sc[p] <= th:
-                        if k == 0:
-                            link = buf_i[r, p]
-                            break
-                        k -= 1
+            state = reservoir_start(seed, rid[i])
+            for p in range(nlog[r]):
+                if sc[p] <= th:
+                    cnt += 1
+                    state, take = reservoir_step(state, cnt)
+                    if take:
+                        link = log_i[r, p]
+            out_count[i] = cnt
             out_link[i] = link
+
+
+@nb.njit(inline="always")
+def _exact_state(nr, cap):
+    """The exact kernel's per-chunk tie buffers (indices, scores), their fill and overflow
+    flags, as in :func:`~.kernels.nearest_block`."""
+    return (np.empty((nr, cap), np.int64), np.empty((nr, cap)), np.zeros(nr, np.int64),
+            np.zeros(nr, np.bool_))
 
 
 def screen_tile(m: int) -> int:
@@ -324,7 +323,7 @@ def float_screened_sets(pw: Pairwise, truth: np.ndarray, rid: np.ndarray, *, rto
     kb32 = pw.kyy.astype(np.float32) if pw.code == KERNEL else np.zeros(1, np.float32)
     rows, _ = plan_blocks(n_a, b.shape[0], m, memory_budget, cap)
     tile = screen_tile(m)
-    ccap = 4 * cap + SCREEN_SLACK
+    ccap = 8 * cap + SCREEN_SLACK
     out_min = np.empty(n_a)
     out_count = np.empty(n_a, np.int64)
     out_ts = np.empty(n_a)
