@@ -166,6 +166,11 @@ def _tile_x2(acc0, acc1, x0, x1, bt, t0, w, metric):
 def _kernel_part(acc, tmp, kb, t0, w, degree):
     """acc[k] ← K(b,b) − 2·(1 + acc[k])^degree in float32 (the kernel score minus K(a,a));
     the power by degree − 1 products."""
+    if degree == 2:
+        for k in range(w):
+            q = np.float32(1.0) + acc[k]
+            acc[k] = kb[t0 + k] - np.float32(2.0) * (q * q)
+        return
     for k in range(w):
         acc[k] = np.float32(1.0) + acc[k]
         tmp[k] = acc[k]
@@ -176,33 +181,45 @@ def _kernel_part(acc, tmp, kb, t0, w, degree):
         acc[k] = kb[t0 + k] - np.float32(2.0) * tmp[k]
 
 
+#: records per step of the band check: a step whose lower bounds are all above the
+#: threshold is skipped after one vectorized count
+STEP = 128
+
+
 @nb.njit(inline="always")
 def _offer(acc, eb, ea, r, t0, w, shift, rtol, cur, thr, log_i, nlog, over):
     """Row r's band bookkeeping for one tile of float32 scores ``acc`` (see the module):
-    skip the tile when its lowest lower bound is above the row's threshold, else append to
-    the row's log, in B order, the records whose lower bound is at or below it."""
+    append to the row's log, in B order, the records whose lower bound is at or below the
+    running threshold. The tile is taken in steps of ``STEP`` records; a step none of whose
+    lower bounds is at or below the threshold leaves the state as it is, and is skipped
+    after counting them (an integer sum vectorizes; a float minimum does not)."""
     if over[r]:
         return
     th = thr[r]
-    mn = np.float32(np.inf)
-    for k in range(w):
-        mn = min(mn, acc[k] - (eb[t0 + k] + ea))
-    if mn > th:
-        return
     c = cur[r]
-    for k in range(w):
-        e = eb[t0 + k] + ea
-        lo = acc[k] - e  # the same expression as the tile minimum's
-        if lo <= th:
-            if nlog[r] == log_i.shape[1]:
-                over[r] = True
-                return
-            log_i[r, nlog[r]] = t0 + k
-            nlog[r] += 1
-            hi = acc[k] + e
-            if hi < c:
-                c = hi
-                th = _band32(c, shift, rtol)
+    for s0 in range(0, w, STEP):
+        s1 = min(s0 + STEP, w)
+        # slices: indexing acc[s0 + k] or eb[t0 + k] keeps LLVM from vectorizing
+        x = acc[s0:s1]
+        eg = eb[t0 + s0:t0 + s1]
+        hit = np.int32(0)
+        for k in range(s1 - s0):
+            hit += np.int32(1) if x[k] - (eg[k] + ea) <= th else np.int32(0)
+        if hit == 0:
+            continue
+        for k in range(s1 - s0):
+            e = eg[k] + ea
+            lo = x[k] - e  # the same expression as the count's
+            if lo <= th:
+                if nlog[r] == log_i.shape[1]:
+                    over[r] = True
+                    return
+                log_i[r, nlog[r]] = t0 + s0 + k
+                nlog[r] += 1
+                hi = x[k] + e
+                if hi < c:
+                    c = hi
+                    th = _band32(c, shift, rtol)
     cur[r] = c
     thr[r] = th
 
