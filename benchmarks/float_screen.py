@@ -1,15 +1,15 @@
 """The float32 screen of the L1 and kernel attacks against their exact kernel, in the same
-process, alternating, with faiss's flat k = 1 search as the yardstick.
+process, alternating.
 
 Data as in ``scale.py``: ``linkrisk.datasets.synthetic(n, 13, seed)`` released with additive
 noise (a = 0.25), each file standardized with its own mean and std (ddof = 1), as
 ``dbrl_l1`` and ``kernel`` do. A sample of ``--rows`` attacker records is linked against the
 whole release by ``nearest_sets`` with ``screen="none"`` (the exact float64 kernel) and
-``screen="float"`` (:mod:`linkrisk.engine.nearest.floatscreen`), and faiss's
-``IndexFlatL2`` k = 1 search of the same rows (float32 squared Euclidean, no ties) is timed
-alongside. Prints a table of ns per pair (best of ``--reps``), the speed-up, whether all
+``screen="float"`` (:mod:`linkrisk.engine.nearest.floatscreen`). Prints a table of ns per pair (best of ``--reps``), the speed-up, whether all
 outputs (minimum, count, true score, membership, link) are identical, and how many rows
-the screen handed to the exact kernel.
+the screen handed to the exact kernel. (faiss k = 1, the yardstick of issue 24, is timed
+by ``scale.py`` in its own process: in this one its OpenMP threads would compete with
+numba's.)
 
     python benchmarks/float_screen.py --n 100000 --rows 8192
 """
@@ -57,19 +57,7 @@ def main() -> None:
     times: dict[str, list[float]] = {}
     same: dict[str, bool] = {}
     redo: dict[str, int] = {}
-    try:
-        import faiss
-
-        index = faiss.IndexFlatL2(a.shape[1])
-        index.add(b.astype(np.float32))
-        q32 = ar.astype(np.float32)
-    except ImportError:
-        index = None
     for _ in range(args.reps):
-        if index is not None:
-            t0 = time.perf_counter()
-            index.search(q32, 1)
-            times.setdefault("faiss", []).append(time.perf_counter() - t0)
         for metric, kw in cases:
             name = metric + (f" d={kw['degree']}" if kw else "")
             res = {}
@@ -83,14 +71,11 @@ def main() -> None:
     ns = {k: min(v) / pairs * 1e9 for k, v in times.items()}
     print(f"n = {args.n}, {rows.size} attacker rows, best of {args.reps}")
     print(f"{'attack':<12} {'exact ns/pair':>14} {'screen ns/pair':>15} {'speed-up':>9} "
-          f"{'screen/faiss':>13} {'identical':>10} {'rows rescanned':>15}")
+          f"{'identical':>10} {'rows rescanned':>15}")
     for name in same:
         e, s = ns[f"{name}/none"], ns[f"{name}/float"]
-        f = f"{s / ns['faiss']:.1f}×" if "faiss" in ns else "-"
-        print(f"{name:<12} {e:>14.3f} {s:>15.3f} {e / s:>8.1f}× {f:>13} {str(same[name]):>10} "
+        print(f"{name:<12} {e:>14.3f} {s:>15.3f} {e / s:>8.1f}× {str(same[name]):>10} "
               f"{redo[name]:>15}")
-    if "faiss" in ns:
-        print(f"faiss flat k = 1: {ns['faiss']:.3f} ns/pair")
 
 
 if __name__ == "__main__":

@@ -144,6 +144,10 @@ def test_screen_declines_where_its_proof_does_not_apply():
     bad[0, 0] = np.nan
     assert fs.error_terms(Pairwise.build(bad, x, "l1")) is None
     assert fs.error_terms(Pairwise.build(x + 0.5, x, "l1")) is not None
+    # a tie tolerance ≥ 1 (non-monotone threshold)
+    pw = Pairwise.build(x + 0.5, x, "l1", transpose=False)
+    assert fs.float_screened_sets(pw, np.full(20, -1), np.arange(20), rtol=1.5, seed=0, cap=8,
+                                  memory_budget=2**20, progress=None) is None
 
 
 def test_engine_entry_point_uses_the_screen(monkeypatch):

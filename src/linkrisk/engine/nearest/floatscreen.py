@@ -328,6 +328,8 @@ def float_screened_sets(pw: Pairwise, truth: np.ndarray, rid: np.ndarray, *, rto
     :func:`~.sets.exact_sets`; None when the screen does not apply (:func:`error_terms`).
     Rows the screen cannot settle go to the exact kernel; their number is reported as
     ``rechecked``."""
+    if not 0.0 <= rtol < 1.0:
+        return None  # the band needs a monotone tie threshold x + rtol·|x|
     if terms is None:
         terms = error_terms(pw)
     if terms is None:
