@@ -95,9 +95,8 @@ from .distance import METRICS, space
                                                           "densely"),
               Param("d", int, 2, help="degree of the kernel metric"),
               Param("k_list", int, DEFAULT_K_LIST,
-                    help="length (width) of the sparse solver's k-NN lists; the screened "
-                         "lists of large Euclidean problems hold about half of it on "
-                         "average"),
+                    help="length of the sparse solver's k-NN lists (the screened lists of "
+                         "large Euclidean problems: their width)"),
               Param("standardize", bool, True,
                     help="standardize each file's attributes for the euclidean, l1 and "
                          "kernel metrics (False: raw values, the global-linkage paper's "

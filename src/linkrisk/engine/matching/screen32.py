@@ -492,7 +492,7 @@ def knn_thresholds(pw: Pairwise, width: int, *, mean: float | None = None, ks: i
     k-best lists over the whole file (whose random-access inserts dominate
     :func:`knn_screened`): each record's threshold τ is the ``ks``-th smallest float32
     score against a random sample of the other file (the first columns, or rows: the
-    solver permutes both files), sized so that about ``mean`` (default ``width``/2) pairs
+    solver permutes both files), sized so that about ``mean`` (default ``width``) pairs
     per record fall below it; every pair below its row's or its column's threshold is
     logged. Logged pairs are re-scored exactly, sorted by (exact score, index) and cut
     to ``width``. Bounds: a pair never logged has float32 score ≥ τ, so exact score
@@ -501,7 +501,7 @@ def knn_thresholds(pw: Pairwise, width: int, *, mean: float | None = None, ks: i
     with −1 / +inf and still has a finite bound)."""
     n_x, n_y = pw.x.shape[0], pw.y.shape[0]
     W = int(max(1, width))
-    L = float(mean if mean is not None else max(W / 2, ks))
+    L = float(mean if mean is not None else max(W, ks))
     T = int(threads or nb.get_num_threads())
     x32 = np.ascontiguousarray(pw.x, dtype=_F32)
     y32 = np.ascontiguousarray(pw.y, dtype=_F32)

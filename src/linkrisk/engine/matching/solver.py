@@ -129,9 +129,10 @@ SCAN_CAP_MAX = 256
 #: a certificate scan of row i looks for c_ij − v_j below u_i − tol + SCAN_SLACK·|u_i|,
 #: so that it need not be repeated when a warm start raises u_i by less
 SCAN_SLACK = 0.02
-#: screened lists hold about this fraction of their width on average (their lengths vary
-#: with the sample that sets each threshold; see :func:`~.screen32.knn_thresholds`)
-LIST_MEAN = 0.5
+#: screened lists: thresholds set so that about this fraction of the width falls below
+#: them on average (lengths vary with the sample; longer lists are cut to the width, see
+#: :func:`~.screen32.knn_thresholds`); thinner graphs more often lack a perfect matching
+LIST_MEAN = 1.0
 #: screen the full passes in float32 (:mod:`.screen32`) from this many pairs on, when
 #: ``screen="auto"`` and the cost is Euclidean
 SCREEN_MIN_PAIRS = 50_000_000
