@@ -237,10 +237,12 @@ def _compiled_walk_cost(cmp: Comparison) -> float:
 #: groups with at most this many (a, b) pairs are finished on the spot by comparing the pairs
 #: on the attributes left (pair counts and minimum; not for the draws, which follow the walk)
 _SMALL = 64
+_SMALL_COUNT = _SMALL
+_SMALL_MIN = _SMALL
 
 
 @nb.njit(cache=True)
-def _finish(grp, k, n_a, child, j, codes, score_k, rtol, at_least, best, thr_of, mode):
+def _finish(grp, k, n_a, child, j, codes, score_k, rtol, fin, best, thr_of, mode):
     """The whole subtree of ``child`` for one small group (``grp[:k]``, ascending): every
     (a, b) pair agrees on ``child`` and on a set M of the later attributes, so it adds one to
     "agree on at least child ∪ T" for each non-empty T ⊆ M (``_COUNT``), and its best score
@@ -259,10 +261,8 @@ def _finish(grp, k, n_a, child, j, codes, score_k, rtol, at_least, best, thr_of,
                 if codes[i, t] == codes[b, t]:
                     mask |= 1 << t
             if mode == _COUNT:
-                sub = mask
-                while sub:
-                    at_least[child | sub] += 1
-                    sub = (sub - 1) & mask
+                if mask:
+                    fin[(j << m) | child | mask] += 1
             else:
                 sc = score_k[child | mask]
                 if sc < best[i]:
@@ -272,7 +272,7 @@ def _finish(grp, k, n_a, child, j, codes, score_k, rtol, at_least, best, thr_of,
 
 @nb.njit(cache=True)
 def _refine(rows, seg, codes, j, size_j, n_a, bound, thr_of, ca, cb, pos, buf, small,
-            lim, mode, child, score_k, rtol, at_least, best):
+            lim, mode, child, score_k, rtol, fin, best, rcodes):
     """Split every group (``rows[seg[g]:seg[g+1]]``) by attribute ``j``, keeping the
     sub-groups with rows of both files, where an A row counts only if
     ``bound ≤ thr_of[row]`` (no filter when ``thr_of`` is empty); sub-groups with at most
@@ -331,8 +331,8 @@ def _refine(rows, seg, codes, j, size_j, n_a, bound, thr_of, ca, cb, pos, buf, s
                 if pos[c] >= far and ca[c] > 0:
                     e = pos[c] - far
                     k = ca[c] + cb[c]
-                    _finish(small[e - k:e], k, n_a, child, j, codes, score_k, rtol,
-                            at_least, best, thr_of, mode)
+                    _finish(small[e - k:e], k, n_a, child, j, rcodes, score_k, rtol,
+                            fin, best, thr_of, mode)
                     ca[c] = 0  # finished once
         if big:
             ca[:size_j] = 0
@@ -346,6 +346,52 @@ def _refine(rows, seg, codes, j, size_j, n_a, bound, thr_of, ca, cb, pos, buf, s
                 pos[c] = -1
     starts[g] = t
     return out[:t], starts[:g + 1], pairs
+
+
+@nb.njit(cache=True)
+def _leaf(rows, seg, codes, j, size_j, n_a, bound, thr_of, ca, cb, mode, sc, rtol, best):
+    """:func:`_refine` by the last attribute ``j`` without building the sub-groups (they
+    have no children): ``_COUNT`` returns Σ |A|·|B| over the sub-groups; ``_MIN`` lowers
+    ``best`` of the A rows (those with ``bound ≤ thr_of[row]``) whose sub-group has B rows
+    to ``sc``, as :func:`_refine` followed by the update in :func:`_dfs` (or
+    :func:`_finish`, with no attribute left) does."""
+    col = codes[:, j]
+    filt = thr_of.size > 0
+    pairs = 0
+    for q in range(seg.size - 1):
+        s0, s1 = seg[q], seg[q + 1]
+        if mode == _COUNT:
+            for r in range(s0, s1):
+                i = rows[r]
+                if i >= n_a:
+                    cb[col[i]] += 1
+                else:
+                    ca[col[i]] += 1
+            if s1 - s0 > size_j:
+                for c in range(size_j):
+                    pairs += ca[c] * cb[c]
+                    ca[c] = 0
+                    cb[c] = 0
+            else:
+                for r in range(s0, s1):
+                    c = col[rows[r]]
+                    pairs += ca[c] * cb[c]
+                    ca[c] = 0
+                    cb[c] = 0
+        else:
+            for r in range(s0, s1):
+                i = rows[r]
+                if i >= n_a:
+                    cb[col[i]] += 1
+            for r in range(s0, s1):
+                i = rows[r]
+                if i < n_a and cb[col[i]] > 0 and (not filt or bound <= thr_of[i]):
+                    if sc < best[i]:
+                        best[i] = sc
+                        thr_of[i] = sc + rtol * abs(sc)
+            for r in range(s0, s1):
+                cb[col[rows[r]]] = 0
+    return pairs
 
 
 @nb.njit(cache=True)
@@ -386,7 +432,7 @@ def _scratch(codes, size):
 
 @nb.njit(cache=True)
 def _dfs(codes, size, n_a, mode, rows, seg, s, first, score_k, rtol, best, thr_of, thr,
-         base, count, link, at_least, small_lim=_SMALL):
+         base, count, link, at_least, fin, rcodes, small_lim=_SMALL):
     """The walk below the subset ``s`` (its rows and groups: ``rows``, ``seg``), children
     from attribute ``first`` on, in depth-first order: ``_COUNT`` adds to ``at_least``
     (pairs agreeing on at least S), ``_MIN`` lowers ``best`` to each A row's minimal score,
@@ -412,8 +458,15 @@ def _dfs(codes, size, n_a, mode, rows, seg, s, first, score_k, rtol, best, thr_o
         nxt[depth] = j + 1
         child = s | (1 << j)
         bound = score_k[child | (full & ~((1 << (j + 1)) - 1))] if mode != _COUNT else 0.0
+        if j == m - 1 and mode != _COLLECT:  # no children: count or lower best in place
+            pairs = _leaf(rows, seg, codes, j, size[j], n_a, bound, thr_of, ca, cb, mode,
+                          score_k[child] if mode == _MIN else 0.0, rtol, best)
+            if mode == _COUNT:
+                at_least[child] += pairs
+            continue
         r2, s2, pairs = _refine(rows, seg, codes, j, size[j], n_a, bound, thr_of, ca, cb, pos,
-                                buf, small, lim, mode, child, score_k, rtol, at_least, best)
+                                buf, small, lim, mode, child, score_k, rtol, fin, best,
+                                rcodes)
         if mode == _COUNT:
             at_least[child] += pairs
         if r2.size == 0:
@@ -439,7 +492,8 @@ def _dfs(codes, size, n_a, mode, rows, seg, s, first, score_k, rtol, best, thr_o
 
 
 @nb.njit(cache=True)
-def _walk_kernel(codes, size, n_a, mode, score_k, rtol, best, thr, base, count, link):
+def _walk_kernel(codes, rcodes, size, n_a, mode, score_k, rtol, best, thr, base, count, link,
+                 small_lim):
     """The sequential walk from the root (minimum and draws: their order matters)."""
     n = codes.shape[0]
     rows = np.arange(n)
@@ -453,15 +507,17 @@ def _walk_kernel(codes, size, n_a, mode, score_k, rtol, best, thr, base, count, 
     else:
         thr_of = thr
         _collect(0, rows, seg, n_a, score_k[0], thr, base, count, link)
+    i0 = np.empty(0, np.int64)
     _dfs(codes, size, n_a, mode, rows, seg, 0, 0, score_k, rtol, best, thr_of, thr, base,
-         count, link, np.empty(0, np.int64))
+         count, link, i0, i0, rcodes, small_lim)
 
 
 @nb.njit(parallel=True, cache=True)
-def _count_kernel(codes, size, n_a, tasks, at_least, small_lim=_SMALL):
+def _count_kernel(codes, rcodes, size, n_a, tasks, at_least, fin, small_lim):
     """Pair counts of "agree on at least S" for every S: the subsets of one or two
     attributes here, the subtree of each two-attribute subset {i, j} as one parallel task
-    (the subtrees are disjoint, so are the entries they write)."""
+    (the subtrees are disjoint, so are the entries they write). Pairs of small groups go to
+    ``fin`` (see :func:`_fold_finished`)."""
     n, m = codes.shape
     rows = np.arange(n)
     seg = np.array([0, n], np.int64)
@@ -473,28 +529,30 @@ def _count_kernel(codes, size, n_a, tasks, at_least, small_lim=_SMALL):
         if t >= tasks.shape[0]:  # a one-attribute subset
             j = t - tasks.shape[0]
             _, _, pairs = _refine(rows, seg, codes, j, size[j], n_a, 0.0, f, ca, cb, pos, buf,
-                                  small, 0, _COUNT, 1 << j, f, 0.0, at_least, f)
+                                  small, 0, _COUNT, 1 << j, f, 0.0, fin, f, rcodes)
             at_least[1 << j] = pairs
             continue
         i, j = tasks[t, 0], tasks[t, 1]
         r1, s1, _ = _refine(rows, seg, codes, i, size[i], n_a, 0.0, f, ca, cb, pos, buf,
-                            small, 0, _COUNT, 1 << i, f, 0.0, at_least, f)
+                            small, 0, _COUNT, 1 << i, f, 0.0, fin, f, rcodes)
         child = (1 << i) | (1 << j)
         r2, s2, pairs = _refine(r1, s1, codes, j, size[j], n_a, 0.0, f, ca, cb, pos, buf,
-                                small, small_lim, _COUNT, child, f, 0.0, at_least, f)
+                                small, small_lim, _COUNT, child, f, 0.0, fin, f, rcodes)
         at_least[child] += pairs
         if r2.size > 0:
             _dfs(codes, size, n_a, _COUNT, r2, s2, child, j + 1, f, 0.0, f, f, f,
-                 np.empty(0, np.uint64), i0, i0, at_least, small_lim)
+                 np.empty(0, np.uint64), i0, i0, at_least, fin, rcodes, small_lim)
 
 
 def _run_walk(codes: np.ndarray, size: np.ndarray, n_a: int, mode: int,
               score_k: np.ndarray | None = None, best: np.ndarray | None = None,
               thr: np.ndarray | None = None, base: np.ndarray | None = None,
               count: np.ndarray | None = None, link: np.ndarray | None = None,
-              at_least: np.ndarray | None = None) -> None:
+              at_least: np.ndarray | None = None, small_lim: int | None = None) -> None:
     """The compiled walk (:func:`_count_kernel`, :func:`_walk_kernel`); codes are stored
-    column by column in the narrowest unsigned type that holds them."""
+    column by column (for the refinements) and row by row (for the small groups) in the
+    narrowest unsigned type that holds them. ``small_lim``: most pairs of a group finished
+    pair by pair (default ``_SMALL_COUNT`` / ``_SMALL_MIN``; 0 refines every group; tests)."""
     n, m = codes.shape
     if n_a == 0 or n_a == n:
         return
@@ -502,17 +560,38 @@ def _run_walk(codes: np.ndarray, size: np.ndarray, n_a: int, mode: int,
     top = int(size.max(initial=1))
     dt = np.uint8 if top <= 1 << 8 else np.uint16 if top <= 1 << 16 else np.int64
     codes = np.asfortranarray(codes.astype(dt))
+    rcodes = np.ascontiguousarray(codes)
     if mode == _COUNT:
         pairs = [(i, j) for i in range(m) for j in range(i + 1, m)]
         # largest subtrees first, so that the parallel tasks finish together
         pairs.sort(key=lambda t: t[1])
         tasks = np.array(pairs, np.int64).reshape(-1, 2)
-        _count_kernel(codes, size, n_a, tasks, at_least)
+        fin = np.zeros(m << m, np.int64)
+        _count_kernel(codes, rcodes, size, n_a, tasks, at_least, fin,
+                      _SMALL_COUNT if small_lim is None else small_lim)
+        _fold_finished(fin, at_least, m)
         return
     f, i, u = np.empty(0), np.empty(0, np.int64), np.empty(0, np.uint64)
-    _walk_kernel(codes, size, n_a, mode, score_k, RTOL, f if best is None else best,
+    _walk_kernel(codes, rcodes, size, n_a, mode, score_k, RTOL, f if best is None else best,
                  f if thr is None else thr, u if base is None else base,
-                 i if count is None else count, i if link is None else link)
+                 i if count is None else count, i if link is None else link,
+                 _SMALL_MIN if small_lim is None else small_lim)
+
+
+def _fold_finished(fin: np.ndarray, at_least: np.ndarray, m: int) -> None:
+    """Add the pairs finished in small groups to ``at_least``. ``fin[j·2^m + X]`` counts
+    the pairs finished below a subset C whose last attribute is j, agreeing on X = C ∪ M with
+    M the set of later attributes (> j) they agree on; such a pair agrees on at least C ∪ T
+    for each T ⊆ M, T ≠ ∅ (T = ∅ is counted with its group). Summing ``fin[j]`` over the
+    supersets in the bits above j gives, at S, the pairs with C = S's bits up to j and
+    T = S's bits above j ⊆ M: added where T ≠ ∅, i.e. S ≥ 2^(j+1)."""
+    g = fin.reshape(m, 1 << m)
+    for j in range(m - 1):
+        h = g[j]
+        for t in range(j + 1, m):
+            v = h.reshape(-1, 2, 1 << t)
+            v[:, 0, :] += v[:, 1, :]
+        at_least[1 << (j + 1):] += h[1 << (j + 1):]
 
 
 # ---------------------------------------------------------------- pair kernels (tolerance)
