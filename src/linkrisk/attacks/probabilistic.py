@@ -242,16 +242,22 @@ _SMALL_MIN = _SMALL
 
 
 @nb.njit(cache=True)
-def _finish(grp, k, n_a, child, j, codes, score_k, rtol, fin, best, thr_of, mode):
+def _finish(grp, k, n_a, child, j, codes, score_k, rtol, fin, best, thr_of, mode, evs):
     """The whole subtree of ``child`` for one small group (``grp[:k]``, ascending): every
     (a, b) pair agrees on ``child`` and on a set M of the later attributes, so it adds one to
     "agree on at least child ∪ T" for each non-empty T ⊆ M (``_COUNT``), and its best score
-    in the subtree is that of child ∪ M (``_MIN``, scores being monotone)."""
+    in the subtree is that of child ∪ M (``_MIN``, scores being monotone). With events on
+    (``_MIN``), a records the group of child ∪ M it would meet in the walk for each M
+    scoring within its threshold: the B rows agreeing with a on exactly M (when child ∪ M
+    is tied at the end, no B row agrees on more: it would score below the minimum)."""
     m = codes.shape[1]
+    ev_on = evs[2].size > 0
+    mk, bb = evs[3], evs[4]
     for x in range(k):
         i = grp[x]
         if i >= n_a:
             continue
+        nbr = 0
         for y in range(k):
             b = grp[y]
             if b < n_a:
@@ -268,11 +274,62 @@ def _finish(grp, k, n_a, child, j, codes, score_k, rtol, fin, best, thr_of, mode
                 if sc < best[i]:
                     best[i] = sc
                     thr_of[i] = sc + rtol * abs(sc)
+                if ev_on:
+                    mk[nbr] = mask
+                    bb[nbr] = b
+                    nbr += 1
+        if mode != _COUNT and ev_on:
+            for y in range(nbr):
+                mask = mk[y]
+                if not score_k[child | mask] <= thr_of[i]:
+                    continue
+                c = 0
+                seen = False
+                for z in range(nbr):
+                    if mk[z] == mask:
+                        if z < y:
+                            seen = True
+                            break
+                        c += 1
+                if not seen:
+                    pick = _draw(evs[2], i, child | mask, c)
+                    for z in range(y, nbr):
+                        if mk[z] == mask:
+                            if pick == 0:
+                                _event(evs, i, child | mask, c, bb[z] - n_a)
+                                break
+                            pick -= 1
+
+
+@nb.njit(inline="always")
+def _draw(base, i, s, c):
+    """The numpy walk's pick among the c B rows of a's group on S (only the index; whether
+    the group is kept is decided when a's tied groups are replayed in walk order)."""
+    h = splitmix(base[i] + np.uint64(s), _WALK)
+    return np.int64(splitmix(h, _WALK) % np.uint64(c))
+
+
+@nb.njit(inline="always")
+def _event(evs, i, s, c, b):
+    """Append (a, S, c, candidate link) to the growing event table ``evs[0][0]``."""
+    ev, nev = evs[0], evs[1]
+    e = nev[0]
+    tab = ev[0]
+    if e == tab.shape[0]:
+        grown = np.empty((2 * e, 4), np.int64)
+        grown[:e] = tab
+        ev[0] = grown
+        tab = grown
+    tab[e, 0] = i
+    tab[e, 1] = s
+    tab[e, 2] = c
+    tab[e, 3] = b
+    nev[0] = e + 1
 
 
 @nb.njit(cache=True)
 def _refine(rows, seg, codes, j, size_j, n_a, bound, thr_of, ca, cb, pos, buf, small,
-            lim, mode, child, score_k, rtol, fin, best, rcodes):
+            lim, mode, child, score_k, rtol, fin, best, rcodes, evs):
     """Split every group (``rows[seg[g]:seg[g+1]]``) by attribute ``j``, keeping the
     sub-groups with rows of both files, where an A row counts only if
     ``bound ≤ thr_of[row]`` (no filter when ``thr_of`` is empty); sub-groups with at most
@@ -332,7 +389,7 @@ def _refine(rows, seg, codes, j, size_j, n_a, bound, thr_of, ca, cb, pos, buf, s
                     e = pos[c] - far
                     k = ca[c] + cb[c]
                     _finish(small[e - k:e], k, n_a, child, j, rcodes, score_k, rtol,
-                            fin, best, thr_of, mode)
+                            fin, best, thr_of, mode, evs)
                     ca[c] = 0  # finished once
         if big:
             ca[:size_j] = 0
@@ -349,48 +406,30 @@ def _refine(rows, seg, codes, j, size_j, n_a, bound, thr_of, ca, cb, pos, buf, s
 
 
 @nb.njit(cache=True)
-def _leaf(rows, seg, codes, j, size_j, n_a, bound, thr_of, ca, cb, mode, sc, rtol, best):
-    """:func:`_refine` by the last attribute ``j`` without building the sub-groups (they
-    have no children): ``_COUNT`` returns Σ |A|·|B| over the sub-groups; ``_MIN`` lowers
-    ``best`` of the A rows (those with ``bound ≤ thr_of[row]``) whose sub-group has B rows
-    to ``sc``, as :func:`_refine` followed by the update in :func:`_dfs` (or
-    :func:`_finish`, with no attribute left) does."""
+def _leaf_pairs(rows, seg, codes, j, size_j, n_a, ca, cb):
+    """Σ |A|·|B| over the sub-groups of :func:`_refine` by the last attribute ``j`` (pair
+    counts), without building them: they have no children."""
     col = codes[:, j]
-    filt = thr_of.size > 0
     pairs = 0
     for q in range(seg.size - 1):
         s0, s1 = seg[q], seg[q + 1]
-        if mode == _COUNT:
-            for r in range(s0, s1):
-                i = rows[r]
-                if i >= n_a:
-                    cb[col[i]] += 1
-                else:
-                    ca[col[i]] += 1
-            if s1 - s0 > size_j:
-                for c in range(size_j):
-                    pairs += ca[c] * cb[c]
-                    ca[c] = 0
-                    cb[c] = 0
+        for r in range(s0, s1):
+            i = rows[r]
+            if i >= n_a:
+                cb[col[i]] += 1
             else:
-                for r in range(s0, s1):
-                    c = col[rows[r]]
-                    pairs += ca[c] * cb[c]
-                    ca[c] = 0
-                    cb[c] = 0
+                ca[col[i]] += 1
+        if s1 - s0 > size_j:
+            for c in range(size_j):
+                pairs += ca[c] * cb[c]
+                ca[c] = 0
+                cb[c] = 0
         else:
             for r in range(s0, s1):
-                i = rows[r]
-                if i >= n_a:
-                    cb[col[i]] += 1
-            for r in range(s0, s1):
-                i = rows[r]
-                if i < n_a and cb[col[i]] > 0 and (not filt or bound <= thr_of[i]):
-                    if sc < best[i]:
-                        best[i] = sc
-                        thr_of[i] = sc + rtol * abs(sc)
-            for r in range(s0, s1):
-                cb[col[rows[r]]] = 0
+                c = col[rows[r]]
+                pairs += ca[c] * cb[c]
+                ca[c] = 0
+                cb[c] = 0
     return pairs
 
 
@@ -432,11 +471,12 @@ def _scratch(codes, size):
 
 @nb.njit(cache=True)
 def _dfs(codes, size, n_a, mode, rows, seg, s, first, score_k, rtol, best, thr_of, thr,
-         base, count, link, at_least, fin, rcodes, small_lim=_SMALL):
+         base, count, link, at_least, fin, rcodes, evs, small_lim=_SMALL):
     """The walk below the subset ``s`` (its rows and groups: ``rows``, ``seg``), children
     from attribute ``first`` on, in depth-first order: ``_COUNT`` adds to ``at_least``
-    (pairs agreeing on at least S), ``_MIN`` lowers ``best`` to each A row's minimal score,
-    ``_COLLECT`` accumulates the tied groups."""
+    (pairs agreeing on at least S), ``_MIN`` lowers ``best`` to each A row's minimal score
+    (and, with events on, records each group met within the row's current threshold: see
+    :func:`_replay`), ``_COLLECT`` accumulates the tied groups."""
     m = codes.shape[1]
     ca, cb, pos, buf, small = _scratch(codes, size)
     full = (1 << m) - 1
@@ -458,26 +498,31 @@ def _dfs(codes, size, n_a, mode, rows, seg, s, first, score_k, rtol, best, thr_o
         nxt[depth] = j + 1
         child = s | (1 << j)
         bound = score_k[child | (full & ~((1 << (j + 1)) - 1))] if mode != _COUNT else 0.0
-        if j == m - 1 and mode != _COLLECT:  # no children: count or lower best in place
-            pairs = _leaf(rows, seg, codes, j, size[j], n_a, bound, thr_of, ca, cb, mode,
-                          score_k[child] if mode == _MIN else 0.0, rtol, best)
-            if mode == _COUNT:
-                at_least[child] += pairs
+        if j == m - 1 and mode == _COUNT:  # no children: count in place
+            at_least[child] += _leaf_pairs(rows, seg, codes, j, size[j], n_a, ca, cb)
             continue
         r2, s2, pairs = _refine(rows, seg, codes, j, size[j], n_a, bound, thr_of, ca, cb, pos,
                                 buf, small, lim, mode, child, score_k, rtol, fin, best,
-                                rcodes)
+                                rcodes, evs)
         if mode == _COUNT:
             at_least[child] += pairs
         if r2.size == 0:
             continue  # nothing below: no pair agrees on this subset or any superset
         if mode == _MIN:
             sc = score_k[child]
-            for r in range(r2.size):
-                i = r2[r]
-                if i < n_a and sc < best[i]:
-                    best[i] = sc
-                    thr_of[i] = sc + rtol * abs(sc)
+            ev_on = evs[2].size > 0
+            for q in range(s2.size - 1):
+                s0, s1 = s2[q], s2[q + 1]
+                c = 0  # B rows: the group's last rows (ascending, B after A)
+                while c < s1 - s0 and r2[s1 - 1 - c] >= n_a:
+                    c += 1
+                for r in range(s0, s1 - c):
+                    i = r2[r]
+                    if ev_on and sc <= thr_of[i]:
+                        _event(evs, i, child, c, r2[s1 - c + _draw(evs[2], i, child, c)] - n_a)
+                    if sc < best[i]:
+                        best[i] = sc
+                        thr_of[i] = sc + rtol * abs(sc)
         elif mode == _COLLECT:
             _collect(child, r2, s2, n_a, score_k[child], thr, base, count, link)
         depth += 1
@@ -494,22 +539,30 @@ def _dfs(codes, size, n_a, mode, rows, seg, s, first, score_k, rtol, best, thr_o
 @nb.njit(cache=True)
 def _walk_kernel(codes, rcodes, size, n_a, mode, score_k, rtol, best, thr, base, count, link,
                  small_lim):
-    """The sequential walk from the root (minimum and draws: their order matters)."""
+    """The sequential walk from the root (minimum and draws: their order matters).
+    ``_MIN`` with ``base`` given records the events of :func:`_replay` and returns them."""
     n = codes.shape[0]
     rows = np.arange(n)
     seg = np.array([0, n], np.int64)
+    ev_on = mode == _MIN and base.size > 0
+    evs = ([np.empty((max(1024, 4 * n_a) if ev_on else 0, 4), np.int64)],
+           np.zeros(1, np.int64), base if ev_on else base[:0],
+           np.empty(n if ev_on else 0, np.int64), np.empty(n if ev_on else 0, np.int64))
     if mode == _MIN:
         thr_of = np.full(n_a, np.inf)  # threshold of the best score so far
         for i in range(n_a):
             if score_k[0] < best[i]:
                 best[i] = score_k[0]
             thr_of[i] = best[i] + rtol * abs(best[i])
+            if ev_on and score_k[0] <= thr_of[i]:
+                _event(evs, i, 0, n - n_a, _draw(base, i, 0, n - n_a))
     else:
         thr_of = thr
         _collect(0, rows, seg, n_a, score_k[0], thr, base, count, link)
     i0 = np.empty(0, np.int64)
     _dfs(codes, size, n_a, mode, rows, seg, 0, 0, score_k, rtol, best, thr_of, thr, base,
-         count, link, i0, i0, rcodes, small_lim)
+         count, link, i0, i0, rcodes, evs, small_lim)
+    return evs[0][0][:evs[1][0]]
 
 
 @nb.njit(parallel=True, cache=True)
@@ -523,39 +576,41 @@ def _count_kernel(codes, rcodes, size, n_a, tasks, at_least, fin, small_lim):
     seg = np.array([0, n], np.int64)
     f = np.empty(0)
     i0 = np.empty(0, np.int64)
+    evs = ([np.empty((0, 4), np.int64)], np.zeros(1, np.int64), np.empty(0, np.uint64), i0, i0)
     at_least[0] = n_a * (n - n_a)
     for t in nb.prange(tasks.shape[0] + m):
         ca, cb, pos, buf, small = _scratch(codes, size)
         if t >= tasks.shape[0]:  # a one-attribute subset
             j = t - tasks.shape[0]
             _, _, pairs = _refine(rows, seg, codes, j, size[j], n_a, 0.0, f, ca, cb, pos, buf,
-                                  small, 0, _COUNT, 1 << j, f, 0.0, fin, f, rcodes)
+                                  small, 0, _COUNT, 1 << j, f, 0.0, fin, f, rcodes, evs)
             at_least[1 << j] = pairs
             continue
         i, j = tasks[t, 0], tasks[t, 1]
         r1, s1, _ = _refine(rows, seg, codes, i, size[i], n_a, 0.0, f, ca, cb, pos, buf,
-                            small, 0, _COUNT, 1 << i, f, 0.0, fin, f, rcodes)
+                            small, 0, _COUNT, 1 << i, f, 0.0, fin, f, rcodes, evs)
         child = (1 << i) | (1 << j)
         r2, s2, pairs = _refine(r1, s1, codes, j, size[j], n_a, 0.0, f, ca, cb, pos, buf,
-                                small, small_lim, _COUNT, child, f, 0.0, fin, f, rcodes)
+                                small, small_lim, _COUNT, child, f, 0.0, fin, f, rcodes, evs)
         at_least[child] += pairs
         if r2.size > 0:
             _dfs(codes, size, n_a, _COUNT, r2, s2, child, j + 1, f, 0.0, f, f, f,
-                 np.empty(0, np.uint64), i0, i0, at_least, fin, rcodes, small_lim)
+                 np.empty(0, np.uint64), i0, i0, at_least, fin, rcodes, evs, small_lim)
 
 
 def _run_walk(codes: np.ndarray, size: np.ndarray, n_a: int, mode: int,
               score_k: np.ndarray | None = None, best: np.ndarray | None = None,
               thr: np.ndarray | None = None, base: np.ndarray | None = None,
               count: np.ndarray | None = None, link: np.ndarray | None = None,
-              at_least: np.ndarray | None = None, small_lim: int | None = None) -> None:
+              at_least: np.ndarray | None = None, small_lim: int | None = None
+              ) -> np.ndarray | None:
     """The compiled walk (:func:`_count_kernel`, :func:`_walk_kernel`); codes are stored
     column by column (for the refinements) and row by row (for the small groups) in the
     narrowest unsigned type that holds them. ``small_lim``: most pairs of a group finished
     pair by pair (default ``_SMALL_COUNT`` / ``_SMALL_MIN``; 0 refines every group; tests)."""
     n, m = codes.shape
     if n_a == 0 or n_a == n:
-        return
+        return None
     size = np.ascontiguousarray(size, dtype=np.int64)
     top = int(size.max(initial=1))
     dt = np.uint8 if top <= 1 << 8 else np.uint16 if top <= 1 << 16 else np.int64
@@ -570,12 +625,67 @@ def _run_walk(codes: np.ndarray, size: np.ndarray, n_a: int, mode: int,
         _count_kernel(codes, rcodes, size, n_a, tasks, at_least, fin,
                       _SMALL_COUNT if small_lim is None else small_lim)
         _fold_finished(fin, at_least, m)
-        return
+        return None
     f, i, u = np.empty(0), np.empty(0, np.int64), np.empty(0, np.uint64)
-    _walk_kernel(codes, rcodes, size, n_a, mode, score_k, RTOL, f if best is None else best,
+    return _walk_kernel(codes, rcodes, size, n_a, mode, score_k, RTOL, f if best is None else best,
                  f if thr is None else thr, u if base is None else base,
                  i if count is None else count, i if link is None else link,
                  _SMALL_MIN if small_lim is None else small_lim)
+
+
+@nb.njit(cache=True)
+def _walk_order(k):
+    """rank[S]: position of the subset S in the walk's depth-first order (S, then the
+    subtrees of S ∪ {j} for j above S's last attribute, in increasing j)."""
+    rank = np.empty(1 << k, np.int64)
+    stack = np.empty(k + 1, np.int64)  # subset at each depth
+    nxt = np.empty(k + 1, np.int64)    # next attribute to add at each depth
+    rank[0] = 0
+    stack[0] = 0
+    nxt[0] = 0
+    depth = 0
+    r = 1
+    while depth >= 0:
+        j = nxt[depth]
+        if j >= k:
+            depth -= 1
+            continue
+        nxt[depth] = j + 1
+        child = stack[depth] | (1 << j)
+        rank[child] = r
+        r += 1
+        depth += 1
+        stack[depth] = child
+        nxt[depth] = j + 1
+    return rank
+
+
+@nb.njit(cache=True)
+def _replay(ev, rank, score_k, thr, base, count, link):
+    """The tied groups of each A row from the events of the minimum walk, in the walk's
+    order: an event (a, S, c, b) is a's group on S with c B rows and b the pick-th of them
+    (:func:`_draw`); those with score_k[S] ≤ thr[a] are the groups :func:`_collect` meets,
+    so counting them and keeping each with probability c / (count so far) in walk order
+    gives the same counts and links as the collecting walk."""
+    n_ev = ev.shape[0]
+    span = np.int64(rank.size)
+    key = np.empty(n_ev, np.int64)
+    k = 0
+    for e in range(n_ev):
+        i, s = ev[e, 0], ev[e, 1]
+        if score_k[s] <= thr[i]:
+            key[k] = i * span + rank[s]
+            ev[k] = ev[e]
+            k += 1
+    order = np.argsort(key[:k])
+    for o in range(k):
+        e = order[o]
+        i, s, c = ev[e, 0], ev[e, 1], ev[e, 2]
+        count[i] += c
+        h = splitmix(base[i] + np.uint64(s), _WALK)
+        u = np.float64(h >> np.uint64(11)) * 2.0**-53
+        if u * np.float64(count[i]) < np.float64(c):
+            link[i] = ev[e, 3]
 
 
 def _fold_finished(fin: np.ndarray, at_least: np.ndarray, m: int) -> None:
@@ -848,7 +958,17 @@ def group_sets(cmp: Comparison, score: np.ndarray, truth: np.ndarray, seed: int,
             << keep).sum(axis=1)
     score_k = score[full]  # score of each walked subset as a full pattern
     best = np.full(n_a, np.inf)
-    if walk == "compiled":
+    if walk == "compiled":  # one walk: the minimum, recording the groups met (events)
+        base = _mix64(np.arange(n_a, dtype=np.uint64) ^ _mix64(np.full(n_a, seed, np.uint64)))
+        ev = _run_walk(codes, cmp.size[keep], n_a, _MIN, score_k=score_k, best=best,
+                       base=base)
+        thr = tie_threshold_np(best, rtol)
+        count = np.zeros(n_a, np.int64)
+        link = np.full(n_a, -1, np.int64)
+        if ev is not None:
+            _replay(ev, _walk_order(keep.size), score_k, thr, base, count, link)
+        return _group_result(cmp, score, truth, best, count, link, thr)
+    if walk == "walks":  # the minimum, then a second walk collecting the tied groups
         size = cmp.size[keep]
         _run_walk(codes, size, n_a, _MIN, score_k=score_k, best=best)
         thr = tie_threshold_np(best, rtol)
