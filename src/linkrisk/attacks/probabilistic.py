@@ -64,8 +64,10 @@ budget); a record then counts as re-identified when it is assigned its true imag
 
 from __future__ import annotations
 
+import threading
 import warnings
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -239,6 +241,8 @@ def _compiled_walk_cost(cmp: Comparison) -> float:
 _SMALL = 64
 _SMALL_COUNT = _SMALL
 _SMALL_MIN = _SMALL
+#: row numbers in the walks
+_ROWS = np.int32
 
 
 @nb.njit(cache=True)
@@ -273,7 +277,7 @@ def _finish(grp, k, n_a, child, j, codes, score_k, rtol, fin, best, thr_of, mode
                 sc = score_k[child | mask]
                 if sc < best[i]:
                     best[i] = sc
-                    thr_of[i] = sc + rtol * abs(sc)
+                    _lower(thr_of, i, sc + rtol * abs(sc))
                 if ev_on:
                     mk[nbr] = mask
                     bb[nbr] = b
@@ -299,6 +303,16 @@ def _finish(grp, k, n_a, child, j, codes, score_k, rtol, fin, best, thr_of, mode
                                 _event(evs, i, child | mask, c, bb[z] - n_a)
                                 break
                             pick -= 1
+
+
+@nb.njit(inline="always")
+def _lower(thr_of, i, t):
+    """Lower the pruning threshold of row i to t. In the parallel minimum walk ``thr_of`` is
+    shared by the threads (each keeps its own best scores): a concurrent write may leave a
+    higher value, but every value written is the threshold of a score the row reaches, so
+    it bounds its final threshold from above, which is all pruning and recording need."""
+    if t < thr_of[i]:
+        thr_of[i] = t
 
 
 @nb.njit(inline="always")
@@ -328,7 +342,7 @@ def _event(evs, i, s, c, b):
 
 
 @nb.njit(cache=True)
-def _refine(rows, seg, codes, j, size_j, n_a, bound, thr_of, ca, cb, pos, buf, small,
+def _refine(rows, seg, codes, j, size_j, n_a, bound, thr_of, ca, cb, pos, buf, small, ok,
             lim, mode, child, score_k, rtol, fin, best, rcodes, evs):
     """Split every group (``rows[seg[g]:seg[g+1]]``) by attribute ``j``, keeping the
     sub-groups with rows of both files, where an A row counts only if
@@ -350,9 +364,12 @@ def _refine(rows, seg, codes, j, size_j, n_a, bound, thr_of, ca, cb, pos, buf, s
             i = rows[r]
             c = col[i]
             buf[r - s0] = c
+            # each row's filter is read once: in the parallel minimum walk another thread
+            # may lower thr_of meanwhile, and the placement must match the counts
+            ok[r - s0] = i >= n_a or not filt or bound <= thr_of[i]
             if i >= n_a:
                 cb[c] += 1
-            elif not filt or bound <= thr_of[i]:
+            elif ok[r - s0]:
                 ca[c] += 1
         # number the shared values: by value for large groups, by row for small ones
         big = s1 - s0 > size_j
@@ -376,7 +393,7 @@ def _refine(rows, seg, codes, j, size_j, n_a, bound, thr_of, ca, cb, pos, buf, s
             p = pos[c]
             if p >= 0:
                 i = rows[r]
-                if i >= n_a or not filt or bound <= thr_of[i]:
+                if ok[r - s0]:
                     if p >= far:
                         small[p - far] = i
                     else:
@@ -466,7 +483,7 @@ def _scratch(codes, size):
         big = max(big, size[j])
     n = codes.shape[0]
     return (np.zeros(big, np.int64), np.zeros(big, np.int64), np.full(big, -1, np.int64),
-            np.empty(n, codes.dtype), np.empty(n, np.int64))
+            np.empty(n, codes.dtype), np.empty(n, np.int64), np.empty(n, np.bool_))
 
 
 @nb.njit(cache=True)
@@ -478,7 +495,7 @@ def _dfs(codes, size, n_a, mode, rows, seg, s, first, score_k, rtol, best, thr_o
     (and, with events on, records each group met within the row's current threshold: see
     :func:`_replay`), ``_COLLECT`` accumulates the tied groups."""
     m = codes.shape[1]
-    ca, cb, pos, buf, small = _scratch(codes, size)
+    ca, cb, pos, buf, small, ok = _scratch(codes, size)
     full = (1 << m) - 1
     lim = small_lim if mode != _COLLECT else 0
     rows_l = [rows]
@@ -502,27 +519,14 @@ def _dfs(codes, size, n_a, mode, rows, seg, s, first, score_k, rtol, best, thr_o
             at_least[child] += _leaf_pairs(rows, seg, codes, j, size[j], n_a, ca, cb)
             continue
         r2, s2, pairs = _refine(rows, seg, codes, j, size[j], n_a, bound, thr_of, ca, cb, pos,
-                                buf, small, lim, mode, child, score_k, rtol, fin, best,
+                                buf, small, ok, lim, mode, child, score_k, rtol, fin, best,
                                 rcodes, evs)
         if mode == _COUNT:
             at_least[child] += pairs
         if r2.size == 0:
             continue  # nothing below: no pair agrees on this subset or any superset
         if mode == _MIN:
-            sc = score_k[child]
-            ev_on = evs[2].size > 0
-            for q in range(s2.size - 1):
-                s0, s1 = s2[q], s2[q + 1]
-                c = 0  # B rows: the group's last rows (ascending, B after A)
-                while c < s1 - s0 and r2[s1 - 1 - c] >= n_a:
-                    c += 1
-                for r in range(s0, s1 - c):
-                    i = r2[r]
-                    if ev_on and sc <= thr_of[i]:
-                        _event(evs, i, child, c, r2[s1 - c + _draw(evs[2], i, child, c)] - n_a)
-                    if sc < best[i]:
-                        best[i] = sc
-                        thr_of[i] = sc + rtol * abs(sc)
+            _group_min(r2, s2, n_a, child, score_k[child], rtol, best, thr_of, evs)
         elif mode == _COLLECT:
             _collect(child, r2, s2, n_a, score_k[child], thr, base, count, link)
         depth += 1
@@ -536,62 +540,130 @@ def _dfs(codes, size, n_a, mode, rows, seg, s, first, score_k, rtol, best, thr_o
         nxt[depth] = j + 1
 
 
+@nb.njit(nogil=True, cache=True)
+def _group_min(rows, seg, n_a, s, sc, rtol, best, thr_of, evs):
+    """The minimum walk at the subset S (score ``sc``) with its shared groups (``rows``,
+    ``seg``): lower each A row's best score to sc, and (events on) record the group of each
+    A row within its current threshold with its drawn B row."""
+    ev_on = evs[2].size > 0
+    for q in range(seg.size - 1):
+        s0, s1 = seg[q], seg[q + 1]
+        c = 0  # B rows: the group's last rows (ascending, B after A)
+        while c < s1 - s0 and rows[s1 - 1 - c] >= n_a:
+            c += 1
+        for r in range(s0, s1 - c):
+            i = rows[r]
+            if ev_on and sc <= thr_of[i]:
+                _event(evs, i, s, c, rows[s1 - c + _draw(evs[2], i, s, c)] - n_a)
+            if sc < best[i]:
+                best[i] = sc
+                _lower(thr_of, i, sc + rtol * abs(sc))
+
+
+@nb.njit(nogil=True, cache=True)
+def _events(n, n_a, base):
+    """An empty event table (events on when ``base`` is given) and its scratch."""
+    on = base.size > 0
+    return ([np.empty((max(1024, n_a) if on else 0, 4), np.int64)], np.zeros(1, np.int64),
+            base, np.empty(n if on else 0, np.int64), np.empty(n if on else 0, np.int64))
+
+
+@nb.njit(nogil=True, cache=True)
+def _min_task(codes, rcodes, size, n_a, i, j, score_k, rtol, best, thr_of, base, small_lim):
+    """One task of the minimum walk (with events when ``base`` is given): the subset {j}
+    alone (``i < 0``) or the whole subtree of {i, j}. Tasks are disjoint parts of the walk
+    and may run in any order: the minimum does not depend on it, pruning only uses the
+    (valid, if looser) thresholds found so far, and the events are replayed in walk order."""
+    n, m = codes.shape
+    rows = np.arange(n)
+    seg = np.array([0, n], np.int64)
+    evs = _events(n, n_a, base)
+    ca, cb, pos, buf, small, ok = _scratch(codes, size)
+    full = (1 << m) - 1
+    i0 = np.empty(0, np.int64)
+    f = np.empty(0)
+    u = np.empty(0, np.uint64)
+    if i >= 0:  # the rows of {i}'s groups, filtered by {i}'s subtree bound
+        rows, seg, _ = _refine(rows, seg, codes, i, size[i], n_a,
+                               score_k[(1 << i) | (full & ~((1 << (i + 1)) - 1))], thr_of,
+                               ca, cb, pos, buf, small, ok, 0, _MIN, 1 << i, score_k, rtol, i0,
+                               best, rcodes, evs)
+    child = (1 << j) | (1 << i if i >= 0 else 0)
+    r2, s2, _ = _refine(rows, seg, codes, j, size[j], n_a,
+                        score_k[child | (full & ~((1 << (j + 1)) - 1))], thr_of, ca, cb, pos,
+                        buf, small, ok, small_lim if i >= 0 else 0, _MIN, child, score_k, rtol,
+                        i0, best, rcodes, evs)
+    _group_min(r2, s2, n_a, child, score_k[child], rtol, best, thr_of, evs)
+    if i >= 0 and r2.size > 0:
+        _dfs(codes, size, n_a, _MIN, r2, s2, child, j + 1, score_k, rtol, best, thr_of, f, u,
+             i0, i0, i0, i0, rcodes, evs, small_lim)
+    return evs[0][0][:evs[1][0]]
+
+
+@nb.njit(nogil=True, cache=True)
+def _min_root(n_b, score_k, rtol, best, thr_of, base):
+    """The root of the minimum walk (the empty subset: every B row) and its events."""
+    n_a = best.size
+    evs = _events(n_a + n_b, n_a, base)
+    for i in range(n_a):
+        if score_k[0] < best[i]:
+            best[i] = score_k[0]
+        thr_of[i] = best[i] + rtol * abs(best[i])
+        if evs[2].size > 0 and score_k[0] <= thr_of[i]:
+            _event(evs, i, 0, n_b, _draw(base, i, 0, n_b))
+    return evs[0][0][:evs[1][0]]
+
+
 @nb.njit(cache=True)
 def _walk_kernel(codes, rcodes, size, n_a, mode, score_k, rtol, best, thr, base, count, link,
                  small_lim):
     """The sequential walk from the root (minimum and draws: their order matters).
-    ``_MIN`` with ``base`` given records the events of :func:`_replay` and returns them."""
+    The minimum walk of the candidate sets is :func:`_min_walk` (tasks, events); this one
+    (``_MIN`` without events, then ``_COLLECT``) is kept as ``group_sets(walk="walks")``."""
     n = codes.shape[0]
     rows = np.arange(n)
     seg = np.array([0, n], np.int64)
-    ev_on = mode == _MIN and base.size > 0
-    evs = ([np.empty((max(1024, 4 * n_a) if ev_on else 0, 4), np.int64)],
-           np.zeros(1, np.int64), base if ev_on else base[:0],
-           np.empty(n if ev_on else 0, np.int64), np.empty(n if ev_on else 0, np.int64))
+    evs = _events(n, n_a, base[:0])
     if mode == _MIN:
         thr_of = np.full(n_a, np.inf)  # threshold of the best score so far
         for i in range(n_a):
             if score_k[0] < best[i]:
                 best[i] = score_k[0]
             thr_of[i] = best[i] + rtol * abs(best[i])
-            if ev_on and score_k[0] <= thr_of[i]:
-                _event(evs, i, 0, n - n_a, _draw(base, i, 0, n - n_a))
     else:
         thr_of = thr
         _collect(0, rows, seg, n_a, score_k[0], thr, base, count, link)
     i0 = np.empty(0, np.int64)
     _dfs(codes, size, n_a, mode, rows, seg, 0, 0, score_k, rtol, best, thr_of, thr, base,
          count, link, i0, i0, rcodes, evs, small_lim)
-    return evs[0][0][:evs[1][0]]
 
 
 @nb.njit(parallel=True, cache=True)
-def _count_kernel(codes, rcodes, size, n_a, tasks, at_least, fin, small_lim):
+def _count_kernel(codes, rcodes, size, n_a, tasks, at_least, fin, small_lim, rows):
     """Pair counts of "agree on at least S" for every S: the subsets of one or two
     attributes here, the subtree of each two-attribute subset {i, j} as one parallel task
     (the subtrees are disjoint, so are the entries they write). Pairs of small groups go to
     ``fin`` (see :func:`_fold_finished`)."""
     n, m = codes.shape
-    rows = np.arange(n)
     seg = np.array([0, n], np.int64)
     f = np.empty(0)
     i0 = np.empty(0, np.int64)
     evs = ([np.empty((0, 4), np.int64)], np.zeros(1, np.int64), np.empty(0, np.uint64), i0, i0)
     at_least[0] = n_a * (n - n_a)
     for t in nb.prange(tasks.shape[0] + m):
-        ca, cb, pos, buf, small = _scratch(codes, size)
+        ca, cb, pos, buf, small, ok = _scratch(codes, size)
         if t >= tasks.shape[0]:  # a one-attribute subset
             j = t - tasks.shape[0]
             _, _, pairs = _refine(rows, seg, codes, j, size[j], n_a, 0.0, f, ca, cb, pos, buf,
-                                  small, 0, _COUNT, 1 << j, f, 0.0, fin, f, rcodes, evs)
+                                  small, ok, 0, _COUNT, 1 << j, f, 0.0, fin, f, rcodes, evs)
             at_least[1 << j] = pairs
             continue
         i, j = tasks[t, 0], tasks[t, 1]
         r1, s1, _ = _refine(rows, seg, codes, i, size[i], n_a, 0.0, f, ca, cb, pos, buf,
-                            small, 0, _COUNT, 1 << i, f, 0.0, fin, f, rcodes, evs)
+                            small, ok, 0, _COUNT, 1 << i, f, 0.0, fin, f, rcodes, evs)
         child = (1 << i) | (1 << j)
         r2, s2, pairs = _refine(r1, s1, codes, j, size[j], n_a, 0.0, f, ca, cb, pos, buf,
-                                small, small_lim, _COUNT, child, f, 0.0, fin, f, rcodes, evs)
+                                small, ok, small_lim, _COUNT, child, f, 0.0, fin, f, rcodes, evs)
         at_least[child] += pairs
         if r2.size > 0:
             _dfs(codes, size, n_a, _COUNT, r2, s2, child, j + 1, f, 0.0, f, f, f,
@@ -603,14 +675,14 @@ def _run_walk(codes: np.ndarray, size: np.ndarray, n_a: int, mode: int,
               thr: np.ndarray | None = None, base: np.ndarray | None = None,
               count: np.ndarray | None = None, link: np.ndarray | None = None,
               at_least: np.ndarray | None = None, small_lim: int | None = None
-              ) -> np.ndarray | None:
+              ) -> None:
     """The compiled walk (:func:`_count_kernel`, :func:`_walk_kernel`); codes are stored
     column by column (for the refinements) and row by row (for the small groups) in the
     narrowest unsigned type that holds them. ``small_lim``: most pairs of a group finished
     pair by pair (default ``_SMALL_COUNT`` / ``_SMALL_MIN``; 0 refines every group; tests)."""
     n, m = codes.shape
     if n_a == 0 or n_a == n:
-        return None
+        return
     size = np.ascontiguousarray(size, dtype=np.int64)
     top = int(size.max(initial=1))
     dt = np.uint8 if top <= 1 << 8 else np.uint16 if top <= 1 << 16 else np.int64
@@ -623,14 +695,66 @@ def _run_walk(codes: np.ndarray, size: np.ndarray, n_a: int, mode: int,
         tasks = np.array(pairs, np.int64).reshape(-1, 2)
         fin = np.zeros(m << m, np.int64)
         _count_kernel(codes, rcodes, size, n_a, tasks, at_least, fin,
-                      _SMALL_COUNT if small_lim is None else small_lim)
+                      _SMALL_COUNT if small_lim is None else small_lim,
+                      np.arange(n, dtype=_ROWS if n < 2**31 else np.int64))
         _fold_finished(fin, at_least, m)
-        return None
+        return
     f, i, u = np.empty(0), np.empty(0, np.int64), np.empty(0, np.uint64)
-    return _walk_kernel(codes, rcodes, size, n_a, mode, score_k, RTOL, f if best is None else best,
+    _walk_kernel(codes, rcodes, size, n_a, mode, score_k, RTOL, f if best is None else best,
                  f if thr is None else thr, u if base is None else base,
                  i if count is None else count, i if link is None else link,
                  _SMALL_MIN if small_lim is None else small_lim)
+
+
+def _narrow(codes: np.ndarray, size: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(column-major codes, row-major codes, sizes) in the narrowest unsigned type."""
+    size = np.ascontiguousarray(size, dtype=np.int64)
+    top = int(size.max(initial=1))
+    dt = np.uint8 if top <= 1 << 8 else np.uint16 if top <= 1 << 16 else np.int64
+    codes = np.asfortranarray(codes.astype(dt))
+    return codes, np.ascontiguousarray(codes), size
+
+
+def _min_walk(codes: np.ndarray, size: np.ndarray, n_a: int, score_k: np.ndarray,
+              best: np.ndarray, base: np.ndarray, small_lim: int | None = None
+              ) -> np.ndarray:
+    """The minimum walk with events (:func:`_min_task`), its tasks shared by
+    ``numba.get_num_threads()`` threads, each with its own best scores and thresholds
+    (merged by minimum). Lowers ``best``; returns the event table."""
+    n, m = codes.shape
+    if n_a == 0 or n_a == n:
+        return np.empty((0, 4), np.int64)
+    codes, rcodes, size = _narrow(codes, size)
+    lim = _SMALL_MIN if small_lim is None else small_lim
+    thr_of = np.empty(n_a)
+    tables = [_min_root(n - n_a, score_k, RTOL, best, thr_of, base)]
+    # the subtree of {i, j} has 2^(m-1-j) subsets: largest first, then the single subsets
+    tasks = [(i, j) for j in range(m) for i in range(j)] + [(-1, j) for j in range(m)]
+    n_threads = max(1, min(nb.get_num_threads(), len(tasks)))
+    states = [(best.copy(), thr_of) for _ in range(n_threads)]  # thresholds shared
+    lock = threading.Lock()
+    queue = iter(tasks)
+
+    def worker(w: int) -> list[np.ndarray]:
+        out = []
+        b, t = states[w]
+        while True:
+            with lock:
+                task = next(queue, None)
+            if task is None:
+                return out
+            out.append(_min_task(codes, rcodes, size, n_a, task[0], task[1], score_k, RTOL,
+                                 b, t, base, lim))
+
+    if n_threads == 1:
+        tables += worker(0)
+    else:
+        with ThreadPoolExecutor(n_threads) as ex:
+            for part in ex.map(worker, range(n_threads)):
+                tables += part
+    for b, _ in states:
+        np.minimum(best, b, out=best)
+    return np.concatenate(tables)
 
 
 @nb.njit(cache=True)
@@ -960,13 +1084,11 @@ def group_sets(cmp: Comparison, score: np.ndarray, truth: np.ndarray, seed: int,
     best = np.full(n_a, np.inf)
     if walk == "compiled":  # one walk: the minimum, recording the groups met (events)
         base = _mix64(np.arange(n_a, dtype=np.uint64) ^ _mix64(np.full(n_a, seed, np.uint64)))
-        ev = _run_walk(codes, cmp.size[keep], n_a, _MIN, score_k=score_k, best=best,
-                       base=base)
+        ev = _min_walk(codes, cmp.size[keep], n_a, score_k, best, base)
         thr = tie_threshold_np(best, rtol)
         count = np.zeros(n_a, np.int64)
         link = np.full(n_a, -1, np.int64)
-        if ev is not None:
-            _replay(ev, _walk_order(keep.size), score_k, thr, base, count, link)
+        _replay(ev, _walk_order(keep.size), score_k, thr, base, count, link)
         return _group_result(cmp, score, truth, best, count, link, thr)
     if walk == "walks":  # the minimum, then a second walk collecting the tied groups
         size = cmp.size[keep]
