@@ -225,7 +225,15 @@ def pattern_counts(cmp: Comparison, progress: Progress | None = None,
 #   found so far, which only falls).
 # A subtree left without rows is skipped whole. The visits, their order and the draws are
 # those of the numpy walk; rows are kept in ascending order inside each group (a stable
-# counting sort per group), so a group's B members are in B order.
+# counting sort per group), so a group's B members are in B order (the group's last rows).
+# Pair counts: the subtrees of the two-attribute subsets are parallel tasks; a pair of a
+# small group is counted once, under its exact pattern on the later attributes, and these
+# counts are spread over the subsets they imply by one superset sum (_fold_finished).
+# Candidate sets: one walk. The minimum walk (parallel tasks too, _min_walk) records every
+# group it meets within the A row's current threshold, which bounds the final one from
+# above: (a, S, number of B rows, the drawn B row). The events of the tied subsets, replayed
+# in the walk's order (_replay), are the numpy walk's draws. The former second, collecting
+# walk is kept as group_sets(walk="walks").
 
 _COUNT, _MIN, _COLLECT = 0, 1, 2
 
@@ -719,8 +727,9 @@ def _min_walk(codes: np.ndarray, size: np.ndarray, n_a: int, score_k: np.ndarray
               best: np.ndarray, base: np.ndarray, small_lim: int | None = None
               ) -> np.ndarray:
     """The minimum walk with events (:func:`_min_task`), its tasks shared by
-    ``numba.get_num_threads()`` threads, each with its own best scores and thresholds
-    (merged by minimum). Lowers ``best``; returns the event table."""
+    ``numba.get_num_threads()`` threads, each with its own best scores (merged by minimum)
+    and all sharing the pruning thresholds (:func:`_lower`). Lowers ``best``; returns the
+    event table (its order depends on the threads; :func:`_replay` sorts it)."""
     n, m = codes.shape
     if n_a == 0 or n_a == n:
         return np.empty((0, 4), np.int64)
@@ -1069,12 +1078,15 @@ def group_sets(cmp: Comparison, score: np.ndarray, truth: np.ndarray, seed: int,
     """Minimal-score (maximal-weight) candidate sets by the subset walk, valid when every
     attribute's agreement lowers the score by more than the tie window: then for each a
     the tied subsets S on which some b agrees with a are exactly the agreement patterns of
-    C(a), and their groups of B are disjoint. Two walks: the minimum, then the tied groups
+    C(a), and their groups of B are disjoint. One walk: the minimum, recording the groups it
+    meets, then the tied groups replayed in walk order
     (count and a reservoir-sampled uniform link). ``keep``: the attributes to walk; the
     others must score agreement and disagreement identically (they are left out of the
     walk and scored as disagreeing, which gives the same bits). ``walk``: ``"compiled"``
-    (the pruned compiled walk, :func:`_walk_kernel`: same subsets, order and draws) or
-    ``"numpy"`` (the plain numpy walk, kept as the reference computation)."""
+    (the pruned compiled minimum walk with events, :func:`_min_walk`, and :func:`_replay`:
+    same subsets, order and draws), ``"walks"`` (the compiled minimum walk, then a
+    compiled collecting walk, :func:`_walk_kernel`) or ``"numpy"`` (the plain numpy walk,
+    kept as the reference computation)."""
     n_a, m = cmp.a.shape
     keep = np.arange(m) if keep is None else np.flatnonzero(np.isin(np.arange(m), keep))
     codes = _stack(cmp)[:, keep]
