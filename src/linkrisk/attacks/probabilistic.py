@@ -692,26 +692,46 @@ def _run_walk(codes: np.ndarray, size: np.ndarray, n_a: int, mode: int,
     if n_a == 0 or n_a == n:
         return
     size = np.ascontiguousarray(size, dtype=np.int64)
-    top = int(size.max(initial=1))
-    dt = np.uint8 if top <= 1 << 8 else np.uint16 if top <= 1 << 16 else np.int64
-    codes = np.asfortranarray(codes.astype(dt))
-    rcodes = np.ascontiguousarray(codes)
     if mode == _COUNT:
-        pairs = [(i, j) for i in range(m) for j in range(i + 1, m)]
-        # largest subtrees first, so that the parallel tasks finish together
-        pairs.sort(key=lambda t: t[1])
-        tasks = np.array(pairs, np.int64).reshape(-1, 2)
-        fin = np.zeros(m << m, np.int64)
-        _count_kernel(codes, rcodes, size, n_a, tasks, at_least, fin,
-                      _SMALL_COUNT if small_lim is None else small_lim,
-                      np.arange(n, dtype=_ROWS if n < 2**31 else np.int64))
-        _fold_finished(fin, at_least, m)
+        # Pair counts do not depend on the order of the attributes, the walk's cost does:
+        # a subset is refined from its parent (itself without its last attribute), and the
+        # first attributes are in the parents of most subsets, so the walk takes them from
+        # the most selective (fewest agreeing pairs) to the least; the counts are mapped
+        # back to the original attribute bits.
+        agree = [int(np.bincount(codes[:n_a, j], minlength=size[j])
+                     @ np.bincount(codes[n_a:, j], minlength=size[j])) for j in range(m)]
+        order = np.argsort(agree, kind="stable")
+        walked = np.zeros(1 << m, np.int64)
+        _count_walk(codes[:, order], size[order], n_a, walked, small_lim)
+        orig = np.zeros(1 << m, np.int64)
+        sub = np.arange(1 << m)
+        for k in range(m):
+            orig |= ((sub >> k) & 1) << int(order[k])
+        at_least[orig] = walked
         return
+    codes, rcodes, size = _narrow(codes, size)
     f, i, u = np.empty(0), np.empty(0, np.int64), np.empty(0, np.uint64)
     _walk_kernel(codes, rcodes, size, n_a, mode, score_k, RTOL, f if best is None else best,
                  f if thr is None else thr, u if base is None else base,
                  i if count is None else count, i if link is None else link,
                  _SMALL_MIN if small_lim is None else small_lim)
+
+
+def _count_walk(codes: np.ndarray, size: np.ndarray, n_a: int, at_least: np.ndarray,
+                small_lim: int | None) -> None:
+    """Pair counts of "agree on at least S" by the compiled walk, attributes in the given
+    order (:func:`_count_kernel`, :func:`_fold_finished`)."""
+    n, m = codes.shape
+    codes, rcodes, size = _narrow(codes, size)
+    pairs = [(i, j) for i in range(m) for j in range(i + 1, m)]
+    # largest subtrees first, so that the parallel tasks finish together
+    pairs.sort(key=lambda t: t[1])
+    tasks = np.array(pairs, np.int64).reshape(-1, 2)
+    fin = np.zeros(m << m, np.int64)
+    _count_kernel(codes, rcodes, size, n_a, tasks, at_least, fin,
+                  _SMALL_COUNT if small_lim is None else small_lim,
+                  np.arange(n, dtype=_ROWS if n < 2**31 else np.int64))
+    _fold_finished(fin, at_least, m)
 
 
 def _narrow(codes: np.ndarray, size: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
