@@ -138,6 +138,7 @@ def against(x: pd.DataFrame, y: pd.DataFrame, path: str, reps: int) -> None:
             outs[name] = mod.run_prl(ctx)
             times[name].append(time.perf_counter() - t0)
             cpu[name].append(time.process_time() - c0)
+    stages(ctx, other, reps)
     a, b = outs["other"], outs["this"]
     for f in ("min_score", "count", "true_in_set", "true_score", "link"):
         assert np.array_equal(getattr(a.sets, f), getattr(b.sets, f)), f"{f} differs"
@@ -151,6 +152,34 @@ def against(x: pd.DataFrame, y: pd.DataFrame, path: str, reps: int) -> None:
           f"other {fmt(f'{t:.2f}' for t in cpu['other'])} s, this "
           f"{fmt(f'{t:.2f}' for t in cpu['this'])} s; identical pattern class counts, "
           "candidate sets and links")
+
+
+def stages(ctx, other, reps: int) -> None:
+    """Pattern counts and candidate sets (the walks) of both versions, alternating: best
+    wall and CPU seconds of each."""
+    cmp = P.compare(ctx)
+    m = cmp.a.shape[1]
+    counts = P.pattern_counts(cmp)
+    known = min(ctx.n_a, ctx.n_b) / (ctx.n_a * ctx.n_b)
+    fit = P.em(counts, m, known, fixed_p=known)
+    wa, wd = P.agreement_weights(fit.m, fit.u)
+    score = P.pattern_table(-wa, -wd)
+    keep = np.flatnonzero(wa != wd)
+    best: dict[tuple[str, str], tuple[float, float]] = {}
+    for _ in range(reps):
+        for name, mod in (("other", other), ("this", P)):
+            for stage, call in (("counts", lambda mod=mod: mod.pattern_counts(cmp)),
+                                ("sets", lambda mod=mod: mod.group_sets(
+                                    cmp, score, ctx.truth, ctx.seed, keep=keep))):
+                t0, c0 = time.perf_counter(), time.process_time()
+                call()
+                t = (time.perf_counter() - t0, time.process_time() - c0)
+                old = best.get((name, stage), (np.inf, np.inf))
+                best[name, stage] = (min(old[0], t[0]), min(old[1], t[1]))
+    for stage in ("counts", "sets"):
+        (wo, co), (wt, ct) = best["other", stage], best["this", stage]
+        print(f"{stage:>6}: other {wo:.2f} s wall / {co:.2f} s CPU, this {wt:.2f} s wall / "
+              f"{ct:.2f} s CPU (best of {reps}, {P.nb.get_num_threads()} threads)")
 
 
 def numeric(n: int, seed: int, old: bool, against_path: str | None = None,
