@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import LinkriskError
+from . import floatscreen as fscr
 from . import screen as scr
 from .kernels import METRIC_CODES, Pairwise, Tables
 from .rules import RTOL, Progress
@@ -40,8 +41,9 @@ def nearest_sets(
 
     ``screen``: ``"faiss"`` screens squared-Euclidean candidates with faiss's float32 flat
     index and re-checks them exactly (see :mod:`.screen`); ``"none"`` always uses the exact
-    kernel; ``"auto"`` screens large problems when faiss is installed. Results are identical
-    either way. ``row_ids`` (default 0..n_a−1) seed each row's tie breaking, so a row gets
+    kernel; ``"auto"`` screens large problems when faiss is installed, and large ``l1`` and
+    ``kernel`` problems with the float32 screen of :mod:`.floatscreen` (``"float"``: always,
+    where its proof applies). Results are identical either way. ``row_ids`` (default 0..n_a−1) seed each row's tie breaking, so a row gets
     the same link whichever block or worker computes it.
     """
     pw = Pairwise.build(a, b, metric, degree=degree, tables=tables, transpose=False)
@@ -52,14 +54,19 @@ def nearest_sets(
            else np.ascontiguousarray(row_ids, dtype=np.int64))
     if truth.shape != (n_a,) or rid.shape != (n_a,):
         raise LinkriskError("truth and row_ids need one entry per attacker record")
-    if screen not in ("auto", "faiss", "none"):
-        raise LinkriskError(f"unknown screen {screen!r}; use auto, faiss or none")
+    if screen not in ("auto", "faiss", "float", "none"):
+        raise LinkriskError(f"unknown screen {screen!r}; use auto, faiss, float or none")
     if pw.code == METRIC_CODES["mixed"]:
         _check_codes(pw.x, pw.y, pw.tables)
     kw = dict(rtol=rtol, seed=seed, cap=cap, memory_budget=memory_budget, progress=progress)
     if pw.code == METRIC_CODES["sqeuclidean"] and screen != "none":
         if screen == "faiss" or (scr.available() and n_a * pw.y.shape[0] >= scr.MIN_PAIRS):
             return scr.screened_sets(pw, truth, rid, **kw)
+    if pw.code in fscr.METRICS and screen != "none" and (
+            screen == "float" or n_a * pw.y.shape[0] >= fscr.MIN_PAIRS):
+        res = fscr.float_screened_sets(pw, truth, rid, **kw)
+        if res is not None:
+            return res
     return exact_sets(pw, truth, rid, **kw)
 
 
