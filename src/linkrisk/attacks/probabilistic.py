@@ -245,11 +245,12 @@ def _compiled_walk_cost(cmp: Comparison) -> float:
 
 
 #: groups with at most this many (a, b) pairs are finished on the spot by comparing the pairs
-#: on the attributes left (pair counts and minimum; not for the draws, which follow the walk)
+#: on the attributes left (pair counts; minimum with the events of the tied groups; not in
+#: the collecting walk of walk="walks", whose draws follow the walk)
 _SMALL = 64
 _SMALL_COUNT = _SMALL
 _SMALL_MIN = _SMALL
-#: row numbers in the walks
+#: row numbers in the count walk (int64 from 2^31 rows)
 _ROWS = np.int32
 
 
@@ -572,7 +573,7 @@ def _group_min(rows, seg, n_a, s, sc, rtol, best, thr_of, evs):
 def _events(n, n_a, base):
     """An empty event table (events on when ``base`` is given) and its scratch."""
     on = base.size > 0
-    return ([np.empty((max(1024, n_a) if on else 0, 4), np.int64)], np.zeros(1, np.int64),
+    return ([np.empty((max(1024, n_a // 16) if on else 0, 4), np.int64)], np.zeros(1, np.int64),
             base, np.empty(n if on else 0, np.int64), np.empty(n if on else 0, np.int64))
 
 
@@ -605,7 +606,13 @@ def _min_task(codes, rcodes, size, n_a, i, j, score_k, rtol, best, thr_of, base,
     if i >= 0 and r2.size > 0:
         _dfs(codes, size, n_a, _MIN, r2, s2, child, j + 1, score_k, rtol, best, thr_of, f, u,
              i0, i0, i0, i0, rcodes, evs, small_lim)
-    return evs[0][0][:evs[1][0]]
+    tab = evs[0][0]
+    k = 0
+    for e in range(evs[1][0]):  # drop the events already above their row's threshold
+        if score_k[tab[e, 1]] <= thr_of[tab[e, 0]]:
+            tab[k] = tab[e]
+            k += 1
+    return tab[:k].copy()  # the tight table: the buffer is freed
 
 
 @nb.njit(nogil=True, cache=True)
@@ -619,7 +626,7 @@ def _min_root(n_b, score_k, rtol, best, thr_of, base):
         thr_of[i] = best[i] + rtol * abs(best[i])
         if evs[2].size > 0 and score_k[0] <= thr_of[i]:
             _event(evs, i, 0, n_b, _draw(base, i, 0, n_b))
-    return evs[0][0][:evs[1][0]]
+    return evs[0][0][:evs[1][0]].copy()
 
 
 @nb.njit(cache=True)
