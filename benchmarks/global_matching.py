@@ -270,6 +270,8 @@ def _print_stages(n: int, fa: dict, o: dict) -> None:
     prev = 0.0
     for t, peak, msg in o.get("stages", []):
         print(f"  {msg[:58]:<58} {t - prev:8.2f} {t:8.2f} {peak:8.0f}")
+        if len(msg) > 58:  # the solver's phases (auction, row reduction, augment, flatten)
+            print(f"    {msg[58:]}")
         prev = t
 
 

@@ -25,7 +25,11 @@ free columns with v < 0).
 
 The solver can be warm-started after edges are added: rows whose new edges have negative
 reduced cost get u_i lowered to their new minimum, which frees their matched column, and
-only those rows are re-augmented (rectangular problems restart).
+only those rows are re-augmented (rectangular problems restart). Flattened duals make every
+row's augmenting path search far (their tight edges form a spanning forest), so after a
+round that frees more rows :meth:`SparseAssignment.rewarm` goes back to the duals the last
+flattening started from (optimal for the same matching, few tight edges) and frees the
+rows whose added edges violate those instead.
 
 :func:`allowed_edges` implements Tassa (2012, "Finding all maximally-matchable edges in a
 bipartite graph", Theoretical Computer Science 423:50–58): given one perfect matching M, an
@@ -34,6 +38,8 @@ component of the digraph that orients M's edges column → row and the others ro
 """
 
 from __future__ import annotations
+
+import time
 
 import numba as nb
 import numpy as np
@@ -65,30 +71,21 @@ def _init_square(indptr, indices, cost, u, v, col4row, row4col):
 
 @nb.njit(cache=True)
 def _init_rows(indptr, indices, cost, u, v, col4row, row4col):
-    n = indptr.shape[0] - 1
-    for i in range(n):
-        best = np.inf
-        bj = -1
-        for e in range(indptr[i], indptr[i + 1]):
-            j = indices[e]
-            r = cost[e] - v[j]
-            # prefer a free column among equal minima: fewer augmentations later
-            if r < best or (r == best and bj >= 0 and row4col[bj] >= 0 and row4col[j] < 0):
-                best = r
-                bj = j
-        u[i] = best if bj >= 0 else 0.0
-        if bj >= 0 and row4col[bj] < 0:
-            row4col[bj] = i
-            col4row[i] = bj
+    """Every row's u_i = min_j (c_ij − v_j), matched to its argmin column if still free
+    (see :func:`_init_subset`)."""
+    _init_subset(np.arange(indptr.shape[0] - 1), indptr, indices, cost, u, v, col4row,
+                 row4col)
 
 
 @nb.njit(cache=True)
-def _auction(indptr, indices, cost, v, col4row, row4col, eps, max_steps):
+def _auction(indptr, indices, cost, v, col4row, row4col, eps, max_steps, touched):
     """One ε-phase of the (Gauss–Seidel, forward) auction algorithm (Bertsekas 1988) in
     the duals' terms: every row, starting unassigned, takes the column j1 of its smallest
     c_ij − v_j and lowers v_j1 by (second smallest − smallest) + ε, evicting the previous
     owner. Ends with every row assigned and ε-complementary slackness, or after
-    ``max_steps`` bids (a price war on a barely feasible graph). Returns the rows left."""
+    ``max_steps`` bids (a price war on a barely feasible graph). Only the unassigned rows
+    bid (a warm start keeps the others' columns); every row that bids is marked in
+    ``touched``. Returns the rows left."""
     n = indptr.shape[0] - 1
     queue = np.empty(n + 1, np.int64)
     head = 0
@@ -103,6 +100,7 @@ def _auction(indptr, indices, cost, v, col4row, row4col, eps, max_steps):
         head = (head + 1) % (n + 1)
         size -= 1
         steps += 1
+        touched[i] = True
         m1 = np.inf
         m2 = np.inf
         j1 = -1
@@ -130,6 +128,49 @@ def _auction(indptr, indices, cost, v, col4row, row4col, eps, max_steps):
 
 
 @nb.njit(cache=True)
+def _unassign_slack(rows, indptr, indices, cost, v, col4row, row4col, eps):
+    """Unassign the given rows whose column is more than eps above their row minimum of
+    c_ij − v_j (they violate ε-complementary slackness for the next, smaller ε)."""
+    for p in range(rows.shape[0]):
+        i = rows[p]
+        j0 = col4row[i]
+        if j0 < 0:
+            continue
+        best = np.inf
+        own = np.inf
+        for e in range(indptr[i], indptr[i + 1]):
+            j = indices[e]
+            r = cost[e] - v[j]
+            if r < best:
+                best = r
+            if j == j0:
+                own = r
+        if own > best + eps:
+            col4row[i] = -1
+            row4col[j0] = -1
+
+
+@nb.njit(cache=True)
+def _init_subset(rows, indptr, indices, cost, u, v, col4row, row4col):
+    """:func:`_init_rows` for the given (unassigned) rows only."""
+    for p in range(rows.shape[0]):
+        i = rows[p]
+        best = np.inf
+        bj = -1
+        for e in range(indptr[i], indptr[i + 1]):
+            j = indices[e]
+            r = cost[e] - v[j]
+            # prefer a free column among equal minima: fewer augmentations later
+            if r < best or (r == best and bj >= 0 and row4col[bj] >= 0 and row4col[j] < 0):
+                best = r
+                bj = j
+        u[i] = best if bj >= 0 else 0.0
+        if bj >= 0 and row4col[bj] < 0:
+            row4col[bj] = i
+            col4row[i] = bj
+
+
+@nb.njit(cache=True)
 def _row_reduction(free_rows, indptr, indices, cost, u, v, col4row, row4col, max_steps):
     """JV's augmenting row reduction: a free row takes the column of its smallest reduced
     cost c_ij − v_j and lowers that column's v by the gap to its second smallest (a bid of
@@ -138,11 +179,16 @@ def _row_reduction(free_rows, indptr, indices, cost, u, v, col4row, row4col, max
     queue, and ``max_steps`` bounds the work (ties can make rows chase each other)."""
     cap = free_rows.shape[0] + max_steps + 1
     queue = np.empty(cap, np.int64)
+    # the rows whose u may be stale at the end: the free rows and every evicted row
+    seen = np.empty(cap, np.int64)
+    nseen = 0
     head = 0
     tail = 0
     for p in range(free_rows.shape[0]):
         queue[tail] = free_rows[p]
         tail += 1
+        seen[nseen] = free_rows[p]
+        nseen += 1
     steps = 0
     while head < tail and steps < max_steps:
         i = queue[head]
@@ -182,6 +228,9 @@ def _row_reduction(free_rows, indptr, indices, cost, u, v, col4row, row4col, max
         col4row[i] = j1
         if i0 >= 0:
             col4row[i0] = -1
+            if nseen < cap:
+                seen[nseen] = i0
+                nseen += 1
             if m1 < m2:
                 # progress was made: the evicted row bids at once
                 head -= 1
@@ -189,9 +238,12 @@ def _row_reduction(free_rows, indptr, indices, cost, u, v, col4row, row4col, max
             elif tail < cap:
                 queue[tail] = i0
                 tail += 1
-    # restore the duals' invariants: matched rows tight, free rows at their row minimum
-    n = indptr.shape[0] - 1
-    for i in range(n):
+    # restore the duals' invariants: matched rows tight, free rows at their row minimum.
+    # Only the rows that bid or were evicted: any other row kept its column, whose v did
+    # not move (a bid on it would have evicted the row), and its u = c_ij − v_j exactly
+    # (every caller's state: row minima, polish, add_edges frees the rows it lowers)
+    for p in range(nseen):
+        i = seen[p]
         j = col4row[i]
         if j >= 0:
             for e in range(indptr[i], indptr[i + 1]):
@@ -216,7 +268,7 @@ def _less(key, free, a, b):
 
 @nb.njit(cache=True)
 def _augment(rows, indptr, indices, cost, u, v, col4row, row4col, d, pred, done, hpos, heap,
-             touched, sr, sc):
+             touched, sr, sc, stats):
     """Shortest augmenting path from each free row in ``rows`` (JV 1987 / Crouse 2016
     dual update). Returns the number of rows processed before a row found no free column
     (== len(rows) on success)."""
@@ -303,6 +355,9 @@ def _augment(rows, indptr, indices, cost, u, v, col4row, row4col, d, pred, done,
                 sink = j
                 break
             i = row4col[j]
+        stats[0] += nsc
+        stats[1] = max(stats[1], nsc)
+        stats[2] += nt
         if sink >= 0:
             # dual update keeps c̄ ≥ 0 and makes the path tight
             u[r] += minval
@@ -504,6 +559,13 @@ def _merge_fill(ip, ix, w, jp, jx, jw, ptr, out_x, out_w):
             p += 1
 
 
+def _lap(times: dict, name: str, t0: float) -> float:
+    """times[name] += seconds since t0; returns now."""
+    t = time.perf_counter()
+    times[name] = times.get(name, 0.0) + t - t0
+    return t
+
+
 class SparseAssignment:
     """Minimum-cost row-saturating matching on a sparse graph, with dual potentials.
 
@@ -528,10 +590,19 @@ class SparseAssignment:
         self._work = (np.full(nc, np.inf), np.empty(nc, np.int64), np.zeros(nc, np.bool_),
                       np.full(nc, -1, np.int64), np.empty(nc, np.int64),
                       np.empty(nc, np.int64), np.empty(self.n_rows + 1, np.int64),
-                      np.empty(nc, np.int64))
+                      np.empty(nc, np.int64), np.zeros(3, np.int64))
         self.started = False
+        #: seconds per phase of the last :meth:`solve` (and :meth:`flatten`), and counts
+        self.phase_times: dict[str, float | int] = {}
         self.augmentations = 0
         self.auction = True
+        self.eps0, self.eps_div, self.eps_end = 0.05, 5.0, 1e-7
+        self.warm_eps0 = 1e-3    # restart(keep_prices=True)
+        self.rewarm_eps0 = 1e-5  # the freed rows' auction after rewarm()
+        self._settle = False
+        self._prices: np.ndarray | None = None
+        self._raw: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._added: list[np.ndarray] = []
 
     def _set_graph(self, indptr: np.ndarray, indices: np.ndarray, cost: np.ndarray) -> None:
         self.indptr = np.ascontiguousarray(indptr, np.int64)
@@ -545,17 +616,38 @@ class SparseAssignment:
     def solve(self, progress: Progress | None = None, batch: int = 4096) -> bool:
         """Match every row (warm: only the currently free ones). False if some row cannot
         be matched (the graph has no row-saturating matching)."""
+        if self.started and (self.col4row >= 0).all():
+            return True  # nothing to do (phase_times keep the last solve's)
+        pt = self.phase_times = {}
+        t = time.perf_counter()
         if not self.started:
-            if self.square:
+            if self.square and self._prices is not None:
+                # restart(keep_prices=True): the auction starts at the last optimal prices,
+                # so its coarse phases (most of a cold start's bids) are skipped
+                self.v[:] = self._prices
+                self._prices = None
+                _init_rows(self.indptr, self.indices, self.cost, self.u, self.v, self.col4row,
+                           self.row4col)
+                if self.auction and self.n_rows > 1000:
+                    self._auction_prices(self.warm_eps0)
+            elif self.square:
                 _init_square(self.indptr, self.indices, self.cost, self.u, self.v,
                              self.col4row, self.row4col)
+                t = _lap(pt, "init", t)
                 if self.auction and self.n_rows > 1000:
-                    self._auction_prices(0.05)
+                    self._auction_prices(self.eps0)
             else:
                 self.v[:] = 0.0
                 _init_rows(self.indptr, self.indices, self.cost, self.u, self.v, self.col4row,
                            self.row4col)
             self.started = True
+        elif self._settle:
+            # after rewarm(): the freed rows bid first (see warm_auction)
+            self._settle = False
+            if self.auction and self.n_rows > 1000:
+                self.warm_auction(self.rewarm_eps0)
+            t = _lap(pt, "auction", t)
+        t = _lap(pt, "start", t)
         free = np.flatnonzero(self.col4row < 0)
         # augmenting row reduction (cold and warm starts): cheap local bidding settles most
         # free rows; it only lowers v
@@ -565,6 +657,8 @@ class SparseAssignment:
             _row_reduction(free, self.indptr, self.indices, self.cost, self.u, self.v,
                            self.col4row, self.row4col, 4 * free.shape[0] + 16)
             free = np.flatnonzero(self.col4row < 0)
+        t = _lap(pt, "row_reduction", t)
+        pt["free"] = free.shape[0]
         total = free.shape[0]
         for lo in range(0, total, batch):
             chunk = free[lo:lo + batch]
@@ -575,6 +669,9 @@ class SparseAssignment:
                 return False
             if progress is not None:
                 progress(min(lo + batch, total), total)
+        _lap(pt, "augment", t)
+        pt["scanned"] = int(self._work[-1][0])  # rows reached by the searches
+        self._work[-1][:] = 0
         return True
 
     def _auction_prices(self, eps0: float) -> None:
@@ -588,14 +685,21 @@ class SparseAssignment:
         scale = float(finite.max() - finite.min()) or 1.0
         eps = eps0 * scale
         n = self.n_rows
-        while eps > 1e-7 * scale:
+        touched = np.zeros(n, np.bool_)  # unused here: every row bids
+        pt = getattr(self, "phase_times", {})
+        ph = 0
+        while eps > self.eps_end * scale:
             self.col4row[:] = -1
             self.row4col[:] = -1
+            t = time.perf_counter()
             left = _auction(self.indptr, self.indices, self.cost, self.v, self.col4row,
-                            self.row4col, eps, 40 * n)
+                            self.row4col, eps, 40 * n, touched)
+            _lap(pt, "auction", t)
+            ph += 1
+            pt["phases"] = ph
             if left:
                 break  # price war: keep the prices reached, finish with shortest paths
-            eps /= 5.0
+            eps /= self.eps_div
         self.col4row[:] = -1
         self.row4col[:] = -1
         _init_rows(self.indptr, self.indices, self.cost, self.u, self.v, self.col4row,
@@ -618,6 +722,11 @@ class SparseAssignment:
             self.row4col[:] = -1
             return
         rows = np.unique(np.asarray(rows, np.int64))
+        self._added.append(rows)
+        self._lower_rows(rows)
+
+    def _lower_rows(self, rows: np.ndarray) -> None:
+        """u_i := min_j c̄-feasible value for the given rows; a row whose u falls is freed."""
         for i in rows:
             lo, hi = self.indptr[i], self.indptr[i + 1]
             m = float(np.min(self.cost[lo:hi] - self.v[self.indices[lo:hi]]))
@@ -628,8 +737,72 @@ class SparseAssignment:
                     self.col4row[i] = -1
                     self.row4col[j] = -1
 
-    def restart(self) -> None:
-        """Forget the matching and duals: the next :meth:`solve` starts afresh."""
+    def rewarm(self) -> None:
+        """Go back to the duals the last :meth:`flatten` started from (optimal for the
+        matching it kept, but not flat: few tight edges, so augmenting paths stay short)
+        and free the rows whose added edges violate them; the next :meth:`solve` is a
+        warm start from there, in which the freed rows first bid (:meth:`warm_auction`
+        from ε = ``rewarm_eps0``·scale; square problems of more than 1,000 rows, as the
+        cold start's auction). Falls back to :meth:`restart` without such duals."""
+        if self._raw is None:
+            self.restart()
+            return
+        u, v, c4r = self._raw
+        self.u[:] = u
+        self.v[:] = v
+        self.col4row[:] = c4r
+        self.row4col[:] = -1
+        self.row4col[c4r] = np.arange(self.n_rows)
+        self.polish()  # u = c − v on the matching, exactly (the row reduction relies on it)
+        self._raw = None
+        if self._added:
+            self._lower_rows(np.unique(np.concatenate(self._added)))
+        self._added = []
+        self._settle = True
+
+    def warm_auction(self, eps0: float) -> None:
+        """Settle the free rows of a warm start (rows matched with zero slack, e.g. after
+        :meth:`rewarm`) by ε-scaling auction phases in which only they and the rows they
+        evict bid, from ε = ``eps0``·scale down to the cold start's finest ε; then every row
+        that bid is unmatched and gets its row minimum (c̄ ≥ 0 again, exactly), and
+        :meth:`solve` settles the few conflicts by shortest paths."""
+        free = self.col4row < 0
+        if not free.any() or not self.square:
+            return
+        scale = self._scale()
+        eps = eps0 * scale
+        touched = np.zeros(self.n_rows, np.bool_)
+        n = self.n_rows
+        while True:
+            left = _auction(self.indptr, self.indices, self.cost, self.v, self.col4row,
+                            self.row4col, eps, 40 * n, touched)
+            eps /= self.eps_div
+            if left or eps <= self.eps_end * scale:
+                break
+            _unassign_slack(np.flatnonzero(touched), self.indptr, self.indices, self.cost,
+                            self.v, self.col4row, self.row4col, eps)
+        rows = np.flatnonzero(touched | (self.col4row < 0))
+        cols = self.col4row[rows]
+        self.row4col[cols[cols >= 0]] = -1
+        self.col4row[rows] = -1
+        _init_subset(rows, self.indptr, self.indices, self.cost, self.u, self.v,
+                     self.col4row, self.row4col)
+        self.phase_times["bid_rows"] = int(rows.shape[0])
+
+    def _scale(self) -> float:
+        finite = self.cost[np.isfinite(self.cost)]
+        return (float(finite.max() - finite.min()) or 1.0) if finite.size else 1.0
+
+    def restart(self, keep_prices: bool = False) -> None:
+        """Forget the matching and duals: the next :meth:`solve` starts afresh — from the
+        current column prices v with ``keep_prices`` (square problems; the ε-scaling
+        auction then starts at ``warm_eps0``, prices that are optimal for a graph with
+        fewer edges are near-optimal for this one)."""
+        self._prices = (self._raw[1] if self._raw is not None else self.v.copy()) \
+            if keep_prices and self.square else None
+        self._raw = None
+        self._added = []
+        self._settle = False
         self.started = False
         self.col4row[:] = -1
         self.row4col[:] = -1
@@ -640,8 +813,12 @@ class SparseAssignment:
         """Re-normalise the (optimal) duals to the flattest ones, see :func:`_flatten`.
         Square problems only (a rectangular problem needs v = 0 on free columns)."""
         if self.square and (self.col4row >= 0).all():
+            self._raw = (self.u.copy(), self.v.copy(), self.col4row.copy())
+            self._added = []
+            t = time.perf_counter()
             _flatten(self.indptr, self.indices, self.cost, self.u, self.v, self.col4row,
                      self.row4col)
+            _lap(self.phase_times, "flatten", t)
 
     def polish(self) -> None:
         """u_i := c_{i,σ(i)} − v_{σ(i)} exactly, so matched edges are tight to the bit (the

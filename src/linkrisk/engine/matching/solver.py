@@ -41,10 +41,12 @@ Four solvers, all exact:
               perfect matching → k doubles.
            A scanned row remembers a lower bound on its c_ij − v_j outside G; warm starts
            only lower v, so it is rescanned only when its u_i grows past that bound. A
-           round that frees many rows restarts the solver instead (shortest augmenting
-           paths from many freed rows cost more than a fresh auction start); the new
-           flattened duals differ little from the old ones, so the bounds are carried
-           over: the few columns whose v rose by more than 1 % of mean |u| are checked
+           round that frees more rows settles them from the duals before the last
+           flattening instead (few tight edges there: an auction among the freed rows and
+           the rows they evict, then short augmenting paths), or, when it frees very many,
+           restarts the solver's auction from the last prices; the new flattened duals
+           differ little from the old ones, so the bounds are carried over: the few
+           columns whose v rose by more than 1 % of mean |u| are checked
            by exact column scans in every later round, and all bounds drop by the
            largest rise of the other columns.
            For the Euclidean cost at large n the one full pass (the lists of step 1) is
@@ -108,6 +110,11 @@ MIN_K = 8
 #: fraction of the rows was freed: the freed rows' augmenting paths then cost more than a
 #: fresh start (figures in benchmarks/README.md, "Repair rounds")
 RESTART_FREE = 0.0005
+#: ... and up to this fraction, settle the freed rows from the duals before the last
+#: flattening (SparseAssignment.rewarm: an auction of the freed rows, then short
+#: augmenting paths) instead of restarting from the last prices (figures in
+#: benchmarks/README.md, "Repair rounds")
+REWARM_FREE = 0.02
 #: after a fresh start, the columns whose v rose by more than this fraction of mean |u|
 #: are checked by column scans; the row bounds absorb smaller rises
 RISE_EPS = 0.01
@@ -568,13 +575,18 @@ def _repair_rounds(pw: Pairwise, sa: SparseAssignment, lists: _Lists, rep: _Repa
         rep.log[-1] += (freed,)
         rep.fresh = sa.started and freed > RESTART_FREE * n_r
         _log.info("round %d: %d rows freed (%s)", rep.rounds, freed,
-                  "fresh start" if rep.fresh else "warm")
+                  "warm" if not rep.fresh else "rewarm" if freed <= REWARM_FREE * n_r
+                  else "fresh start")
         if rep.fresh:
             # many rows freed: their shortest augmenting paths reach far through the
-            # flattened duals, and a fresh auction start is cheaper (see the README of
-            # benchmarks/); a fresh start also needs fresh bounds
+            # flattened duals (their tight edges span every row); from the duals before
+            # flattening they stay short, and with very many a fresh auction start is
+            # cheaper (see the README of benchmarks/); both need the bounds carried over
             rep.v_ref = sa.v.copy()  # the v of the last certificate (add_edges lowers u only)
-            sa.restart()
+            if freed <= REWARM_FREE * n_r:
+                sa.rewarm()  # back to the duals before flattening: short augmenting paths
+            else:
+                sa.restart(keep_prices=True)  # an auction from the last optimal prices
             rep.restarts += 1
 
 
@@ -597,6 +609,10 @@ def _solve_round(pw: Pairwise, sa: SparseAssignment, rep: _Repair, delta: float,
     sa.polish()
     rep.t_solve += time.perf_counter() - t0
     rep.rounds += 1
+    _log.info("solve %d: %.2f s (last solve and flattening: %s)", rep.rounds,
+              time.perf_counter() - t0,
+              ", ".join(f"{k} {v:.2f}" if isinstance(v, float) else f"{k} {v}"
+                        for k, v in sa.phase_times.items()))
 
 
 class _Lists:
