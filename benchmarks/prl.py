@@ -16,6 +16,14 @@ that both give the same pattern counts and the same correct links.
 same process, checking identical pattern counts, candidate sets and links.
 
     python benchmarks/prl.py --numeric [--n 100000] [--seed 0] [--no-old]
+
+``--against FILE`` (with ``--numeric``): another version of
+``src/linkrisk/attacks/probabilistic.py`` (e.g. ``git show main:src/linkrisk/attacks/
+probabilistic.py > /tmp/old_prl.py``), loaded next to this one (a copy in a temporary
+directory); the whole ``run_prl`` of both, alternating, ``--reps`` times each, checking
+identical pattern counts, candidate sets and links.
+
+    python benchmarks/prl.py --numeric --n 100000 --seed 0 --no-old --against /tmp/old_prl.py
 """
 
 from __future__ import annotations
@@ -92,13 +100,98 @@ def linkrisk_prl(a_df: pd.DataFrame, b_df: pd.DataFrame) -> dict:
             "seconds": res.seconds, "result": res}
 
 
-def numeric(n: int, seed: int, old: bool) -> None:
+def load_against(path: str):
+    """Another version of the prl module, imported from a copy (its relative imports
+    resolve in linkrisk.attacks; the attack registry keeps this version's ``prl``)."""
+    import importlib.util
+    import shutil
+    import sys
+    import tempfile
+
+    from linkrisk.attacks.base import ATTACKS
+
+    tmp = tempfile.mkdtemp(prefix="prl_against_")
+    dst = shutil.copy(path, f"{tmp}/probabilistic_against.py")
+    name = "linkrisk.attacks._probabilistic_against"
+    spec = importlib.util.spec_from_file_location(name, dst)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    keep = ATTACKS["prl"]
+    spec.loader.exec_module(mod)
+    ATTACKS["prl"] = keep
+    return mod
+
+
+def against(x: pd.DataFrame, y: pd.DataFrame, path: str, reps: int) -> None:
+    """The whole run_prl of this version against another one, alternating."""
+    other = load_against(path)
+    small, _ = make_context(x.iloc[:3000], y.iloc[:3000])
+    for mod in (other, P):  # compile both outside the timings (the walks need n > ~2,000)
+        mod.run_prl(small, path="groups")
+    ctx, _ = make_context(x, y)
+    times: dict[str, list[float]] = {"other": [], "this": []}
+    cpu: dict[str, list[float]] = {"other": [], "this": []}
+    outs = {}
+    for _ in range(reps):
+        for name, mod in (("other", other), ("this", P)):
+            t0, c0 = time.perf_counter(), time.process_time()
+            outs[name] = mod.run_prl(ctx)
+            times[name].append(time.perf_counter() - t0)
+            cpu[name].append(time.process_time() - c0)
+    stages(ctx, other, reps)
+    a, b = outs["other"], outs["this"]
+    for f in ("min_score", "count", "true_in_set", "true_score", "link"):
+        assert np.array_equal(getattr(a.sets, f), getattr(b.sets, f)), f"{f} differs"
+    for k in ("linked_pairs", "clerical_pairs", "nonlinked_pairs", "candidate_search"):
+        assert a.extra[k] == b.extra[k], f"{k} differs"
+    fmt = ", ".join
+    print(f"run_prl, {reps} alternating runs each (candidate search "
+          f"{b.extra['candidate_search']}): other {fmt(f'{t:.2f}' for t in times['other'])} s; "
+          f"this {fmt(f'{t:.2f}' for t in times['this'])} s; best of each: "
+          f"{min(times['other']):.2f} s -> {min(times['this']):.2f} s; CPU time (all threads) "
+          f"other {fmt(f'{t:.2f}' for t in cpu['other'])} s, this "
+          f"{fmt(f'{t:.2f}' for t in cpu['this'])} s; identical pattern class counts, "
+          "candidate sets and links")
+
+
+def stages(ctx, other, reps: int) -> None:
+    """Pattern counts and candidate sets (the walks) of both versions, alternating: best
+    wall and CPU seconds of each."""
+    cmp = P.compare(ctx)
+    m = cmp.a.shape[1]
+    counts = P.pattern_counts(cmp)
+    known = min(ctx.n_a, ctx.n_b) / (ctx.n_a * ctx.n_b)
+    fit = P.em(counts, m, known, fixed_p=known)
+    wa, wd = P.agreement_weights(fit.m, fit.u)
+    score = P.pattern_table(-wa, -wd)
+    keep = np.flatnonzero(wa != wd)
+    best: dict[tuple[str, str], tuple[float, float]] = {}
+    for _ in range(reps):
+        for name, mod in (("other", other), ("this", P)):
+            for stage, call in (("counts", lambda mod=mod: mod.pattern_counts(cmp)),
+                                ("sets", lambda mod=mod: mod.group_sets(
+                                    cmp, score, ctx.truth, ctx.seed, keep=keep))):
+                t0, c0 = time.perf_counter(), time.process_time()
+                call()
+                t = (time.perf_counter() - t0, time.process_time() - c0)
+                old = best.get((name, stage), (np.inf, np.inf))
+                best[name, stage] = (min(old[0], t[0]), min(old[1], t[1]))
+    for stage in ("counts", "sets"):
+        (wo, co), (wt, ct) = best["other", stage], best["this", stage]
+        print(f"{stage:>6}: other {wo:.2f} s wall / {co:.2f} s CPU, this {wt:.2f} s wall / "
+              f"{ct:.2f} s CPU (best of {reps}, {P.nb.get_num_threads()} threads)")
+
+
+def numeric(n: int, seed: int, old: bool, against_path: str | None = None,
+            reps: int = 2) -> None:
     """prl on numeric data: the public attack, then (``old``) the numpy walks by stage."""
     from linkrisk.datasets import synthetic as numeric_synthetic
 
     x = numeric_synthetic(n, 13, seed)
     rng = np.random.default_rng(seed + 1)
     y = x + rng.standard_normal(x.shape) * (0.25 * x.std(ddof=1).to_numpy())
+    if against_path is not None:
+        against(x, y, against_path, reps)
     linkrisk.attack(x.iloc[:500], y.iloc[:500], method="prl")  # compile outside the timing
     ctx, _ = make_context(x, y)
     cmp = P.compare(ctx)
@@ -127,14 +220,19 @@ def numeric(n: int, seed: int, old: bool) -> None:
     old_sets = P.group_sets(cmp, score, ctx.truth, ctx.seed, keep=keep, walk="numpy")
     t_os = time.perf_counter() - t0
     t0 = time.perf_counter()
+    two_sets = P.group_sets(cmp, score, ctx.truth, ctx.seed, keep=keep, walk="walks")
+    t_ws = time.perf_counter() - t0
+    t0 = time.perf_counter()
     new_sets = P.group_sets(cmp, score, ctx.truth, ctx.seed, keep=keep)
     t_ns = time.perf_counter() - t0
     assert np.array_equal(old_counts, counts), "pattern counts differ"
     for f in ("min_score", "count", "true_in_set", "link"):
         assert np.array_equal(getattr(old_sets, f), getattr(new_sets, f)), f"{f} differs"
+        assert np.array_equal(getattr(two_sets, f), getattr(new_sets, f)), f"{f} differs"
     assert np.array_equal(new_sets.link, res.per_record["link"].to_numpy()), "links differ"
     print(f"old (numpy walks): pattern counts {t_oc:.2f} s, candidate sets {t_os:.2f} s "
           f"(total {t_oc + t_os:.2f} s)")
+    print(f"two compiled walks (minimum, then collecting): candidate sets {t_ws:.2f} s")
     print(f"new (compiled):    pattern counts {t_counts:.2f} s, candidate sets {t_ns:.2f} s "
           f"(total {t_counts + t_ns:.2f} s); identical counts, sets and links")
 
@@ -147,9 +245,11 @@ def main() -> None:
     ap.add_argument("--numeric", action="store_true",
                     help="numeric synthetic data, new against old walks")
     ap.add_argument("--no-old", action="store_true", help="with --numeric: skip the old walks")
+    ap.add_argument("--against", help="with --numeric: another probabilistic.py to compare")
+    ap.add_argument("--reps", type=int, default=2, help="with --against: runs of each")
     args = ap.parse_args()
     if args.numeric:
-        numeric(args.n, args.seed, not args.no_old)
+        numeric(args.n, args.seed, not args.no_old, args.against, args.reps)
         return
 
     # compile the kernels once, outside the timings

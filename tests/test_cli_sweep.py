@@ -326,7 +326,7 @@ def test_ctrl_c_during_a_long_attack(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(Path(cli.__file__).parents[1])}
     p = subprocess.Popen([sys.executable, "-m", "linkrisk.cli", "attack",
                           str(tmp_path / "o.parquet"), str(tmp_path / "m.parquet"),
-                          "-m", "kernel,rbrl_sum,dbrl2", "--memory", "4MiB", "--per-record", str(out)],
+                          "-m", "gdbrl,kernel,rbrl_sum", "--memory", "4MiB", "--per-record", str(out)],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     lines: queue.Queue[str] = queue.Queue()
     seen: list[str] = []
@@ -341,7 +341,7 @@ def test_ctrl_c_during_a_long_attack(tmp_path):
     while time.monotonic() < deadline:
         ln = lines.get(timeout=max(deadline - time.monotonic(), 0.1))
         seen.append(ln)
-        if ln.startswith(("kernel:", "rbrl_sum:", "dbrl2:")) or ln == "":
+        if ln.startswith(("gdbrl:", "kernel:", "rbrl_sum:")) or ln == "":
             break
     assert p.poll() is None, "the attack finished before it could be interrupted: " + "".join(seen)
     p.send_signal(signal.SIGINT)
@@ -353,7 +353,7 @@ def test_ctrl_c_during_a_long_attack(tmp_path):
         seen.append(ln)
     assert p.returncode == 130, "".join(seen)
     errors = [ln.strip() for ln in seen if ln.strip()
-              and not ln.startswith(("kernel:", "rbrl_sum:", "dbrl2:"))]
+              and not ln.startswith(("gdbrl:", "kernel:", "rbrl_sum:"))]
     assert errors == ["error: interrupted; no output was written"], "".join(seen)
     assert not out.exists()
     assert sorted(f.name for f in tmp_path.iterdir()) == ["m.parquet", "o.parquet"]

@@ -64,8 +64,10 @@ budget); a record then counts as re-identified when it is assigned its true imag
 
 from __future__ import annotations
 
+import threading
 import warnings
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -223,7 +225,15 @@ def pattern_counts(cmp: Comparison, progress: Progress | None = None,
 #   found so far, which only falls).
 # A subtree left without rows is skipped whole. The visits, their order and the draws are
 # those of the numpy walk; rows are kept in ascending order inside each group (a stable
-# counting sort per group), so a group's B members are in B order.
+# counting sort per group), so a group's B members are in B order (the group's last rows).
+# Pair counts: the subtrees of the two-attribute subsets are parallel tasks; a pair of a
+# small group is counted once, under its exact pattern on the later attributes, and these
+# counts are spread over the subsets they imply by one superset sum (_fold_finished).
+# Candidate sets: one walk. The minimum walk (parallel tasks too, _min_walk) records every
+# group it meets within the A row's current threshold, which bounds the final one from
+# above: (a, S, number of B rows, the drawn B row). The events of the tied subsets, replayed
+# in the walk's order (_replay), are the numpy walk's draws. The former second, collecting
+# walk is kept as group_sets(walk="walks").
 
 _COUNT, _MIN, _COLLECT = 0, 1, 2
 
@@ -235,21 +245,32 @@ def _compiled_walk_cost(cmp: Comparison) -> float:
 
 
 #: groups with at most this many (a, b) pairs are finished on the spot by comparing the pairs
-#: on the attributes left (pair counts and minimum; not for the draws, which follow the walk)
+#: on the attributes left (pair counts; minimum with the events of the tied groups; not in
+#: the collecting walk of walk="walks", whose draws follow the walk)
 _SMALL = 64
+_SMALL_COUNT = _SMALL
+_SMALL_MIN = _SMALL
+#: row numbers in the count walk (int64 from 2^31 rows)
+_ROWS = np.int32
 
 
 @nb.njit(cache=True)
-def _finish(grp, k, n_a, child, j, codes, score_k, rtol, at_least, best, thr_of, mode):
+def _finish(grp, k, n_a, child, j, codes, score_k, rtol, fin, best, thr_of, mode, evs):
     """The whole subtree of ``child`` for one small group (``grp[:k]``, ascending): every
     (a, b) pair agrees on ``child`` and on a set M of the later attributes, so it adds one to
     "agree on at least child ∪ T" for each non-empty T ⊆ M (``_COUNT``), and its best score
-    in the subtree is that of child ∪ M (``_MIN``, scores being monotone)."""
+    in the subtree is that of child ∪ M (``_MIN``, scores being monotone). With events on
+    (``_MIN``), a records the group of child ∪ M it would meet in the walk for each M
+    scoring within its threshold: the B rows agreeing with a on exactly M (when child ∪ M
+    is tied at the end, no B row agrees on more: it would score below the minimum)."""
     m = codes.shape[1]
+    ev_on = evs[2].size > 0
+    mk, bb = evs[3], evs[4]
     for x in range(k):
         i = grp[x]
         if i >= n_a:
             continue
+        nbr = 0
         for y in range(k):
             b = grp[y]
             if b < n_a:
@@ -259,20 +280,79 @@ def _finish(grp, k, n_a, child, j, codes, score_k, rtol, at_least, best, thr_of,
                 if codes[i, t] == codes[b, t]:
                     mask |= 1 << t
             if mode == _COUNT:
-                sub = mask
-                while sub:
-                    at_least[child | sub] += 1
-                    sub = (sub - 1) & mask
+                if mask:
+                    fin[(j << m) | child | mask] += 1
             else:
                 sc = score_k[child | mask]
                 if sc < best[i]:
                     best[i] = sc
-                    thr_of[i] = sc + rtol * abs(sc)
+                    _lower(thr_of, i, sc + rtol * abs(sc))
+                if ev_on:
+                    mk[nbr] = mask
+                    bb[nbr] = b
+                    nbr += 1
+        if mode != _COUNT and ev_on:
+            for y in range(nbr):
+                mask = mk[y]
+                if not score_k[child | mask] <= thr_of[i]:
+                    continue
+                c = 0
+                seen = False
+                for z in range(nbr):
+                    if mk[z] == mask:
+                        if z < y:
+                            seen = True
+                            break
+                        c += 1
+                if not seen:
+                    pick = _draw(evs[2], i, child | mask, c)
+                    for z in range(y, nbr):
+                        if mk[z] == mask:
+                            if pick == 0:
+                                _event(evs, i, child | mask, c, bb[z] - n_a)
+                                break
+                            pick -= 1
+
+
+@nb.njit(inline="always")
+def _lower(thr_of, i, t):
+    """Lower the pruning threshold of row i to t. In the parallel minimum walk ``thr_of`` is
+    shared by the threads (each keeps its own best scores): a concurrent write may leave a
+    higher value, but every value written is the threshold of a score the row reaches, so
+    it bounds its final threshold from above, which is all pruning and recording need."""
+    if t < thr_of[i]:
+        thr_of[i] = t
+
+
+@nb.njit(inline="always")
+def _draw(base, i, s, c):
+    """The numpy walk's pick among the c B rows of a's group on S (only the index; whether
+    the group is kept is decided when a's tied groups are replayed in walk order)."""
+    h = splitmix(base[i] + np.uint64(s), _WALK)
+    return np.int64(splitmix(h, _WALK) % np.uint64(c))
+
+
+@nb.njit(inline="always")
+def _event(evs, i, s, c, b):
+    """Append (a, S, c, candidate link) to the growing event table ``evs[0][0]``."""
+    ev, nev = evs[0], evs[1]
+    e = nev[0]
+    tab = ev[0]
+    if e == tab.shape[0]:
+        grown = np.empty((2 * e, 4), np.int64)
+        grown[:e] = tab
+        ev[0] = grown
+        tab = grown
+    tab[e, 0] = i
+    tab[e, 1] = s
+    tab[e, 2] = c
+    tab[e, 3] = b
+    nev[0] = e + 1
 
 
 @nb.njit(cache=True)
-def _refine(rows, seg, codes, j, size_j, n_a, bound, thr_of, ca, cb, pos, buf, small,
-            lim, mode, child, score_k, rtol, at_least, best):
+def _refine(rows, seg, codes, j, size_j, n_a, bound, thr_of, ca, cb, pos, buf, small, ok,
+            lim, mode, child, score_k, rtol, fin, best, rcodes, evs):
     """Split every group (``rows[seg[g]:seg[g+1]]``) by attribute ``j``, keeping the
     sub-groups with rows of both files, where an A row counts only if
     ``bound ≤ thr_of[row]`` (no filter when ``thr_of`` is empty); sub-groups with at most
@@ -293,9 +373,12 @@ def _refine(rows, seg, codes, j, size_j, n_a, bound, thr_of, ca, cb, pos, buf, s
             i = rows[r]
             c = col[i]
             buf[r - s0] = c
+            # each row's filter is read once: in the parallel minimum walk another thread
+            # may lower thr_of meanwhile, and the placement must match the counts
+            ok[r - s0] = i >= n_a or not filt or bound <= thr_of[i]
             if i >= n_a:
                 cb[c] += 1
-            elif not filt or bound <= thr_of[i]:
+            elif ok[r - s0]:
                 ca[c] += 1
         # number the shared values: by value for large groups, by row for small ones
         big = s1 - s0 > size_j
@@ -319,7 +402,7 @@ def _refine(rows, seg, codes, j, size_j, n_a, bound, thr_of, ca, cb, pos, buf, s
             p = pos[c]
             if p >= 0:
                 i = rows[r]
-                if i >= n_a or not filt or bound <= thr_of[i]:
+                if ok[r - s0]:
                     if p >= far:
                         small[p - far] = i
                     else:
@@ -331,8 +414,8 @@ def _refine(rows, seg, codes, j, size_j, n_a, bound, thr_of, ca, cb, pos, buf, s
                 if pos[c] >= far and ca[c] > 0:
                     e = pos[c] - far
                     k = ca[c] + cb[c]
-                    _finish(small[e - k:e], k, n_a, child, j, codes, score_k, rtol,
-                            at_least, best, thr_of, mode)
+                    _finish(small[e - k:e], k, n_a, child, j, rcodes, score_k, rtol,
+                            fin, best, thr_of, mode, evs)
                     ca[c] = 0  # finished once
         if big:
             ca[:size_j] = 0
@@ -346,6 +429,34 @@ def _refine(rows, seg, codes, j, size_j, n_a, bound, thr_of, ca, cb, pos, buf, s
                 pos[c] = -1
     starts[g] = t
     return out[:t], starts[:g + 1], pairs
+
+
+@nb.njit(cache=True)
+def _leaf_pairs(rows, seg, codes, j, size_j, n_a, ca, cb):
+    """Σ |A|·|B| over the sub-groups of :func:`_refine` by the last attribute ``j`` (pair
+    counts), without building them: they have no children."""
+    col = codes[:, j]
+    pairs = 0
+    for q in range(seg.size - 1):
+        s0, s1 = seg[q], seg[q + 1]
+        for r in range(s0, s1):
+            i = rows[r]
+            if i >= n_a:
+                cb[col[i]] += 1
+            else:
+                ca[col[i]] += 1
+        if s1 - s0 > size_j:
+            for c in range(size_j):
+                pairs += ca[c] * cb[c]
+                ca[c] = 0
+                cb[c] = 0
+        else:
+            for r in range(s0, s1):
+                c = col[rows[r]]
+                pairs += ca[c] * cb[c]
+                ca[c] = 0
+                cb[c] = 0
+    return pairs
 
 
 @nb.njit(cache=True)
@@ -381,18 +492,19 @@ def _scratch(codes, size):
         big = max(big, size[j])
     n = codes.shape[0]
     return (np.zeros(big, np.int64), np.zeros(big, np.int64), np.full(big, -1, np.int64),
-            np.empty(n, codes.dtype), np.empty(n, np.int64))
+            np.empty(n, codes.dtype), np.empty(n, np.int64), np.empty(n, np.bool_))
 
 
 @nb.njit(cache=True)
 def _dfs(codes, size, n_a, mode, rows, seg, s, first, score_k, rtol, best, thr_of, thr,
-         base, count, link, at_least, small_lim=_SMALL):
+         base, count, link, at_least, fin, rcodes, evs, small_lim=_SMALL):
     """The walk below the subset ``s`` (its rows and groups: ``rows``, ``seg``), children
     from attribute ``first`` on, in depth-first order: ``_COUNT`` adds to ``at_least``
-    (pairs agreeing on at least S), ``_MIN`` lowers ``best`` to each A row's minimal score,
-    ``_COLLECT`` accumulates the tied groups."""
+    (pairs agreeing on at least S), ``_MIN`` lowers ``best`` to each A row's minimal score
+    (and, with events on, records each group met within the row's current threshold: see
+    :func:`_replay`), ``_COLLECT`` accumulates the tied groups."""
     m = codes.shape[1]
-    ca, cb, pos, buf, small = _scratch(codes, size)
+    ca, cb, pos, buf, small, ok = _scratch(codes, size)
     full = (1 << m) - 1
     lim = small_lim if mode != _COLLECT else 0
     rows_l = [rows]
@@ -412,19 +524,18 @@ def _dfs(codes, size, n_a, mode, rows, seg, s, first, score_k, rtol, best, thr_o
         nxt[depth] = j + 1
         child = s | (1 << j)
         bound = score_k[child | (full & ~((1 << (j + 1)) - 1))] if mode != _COUNT else 0.0
+        if j == m - 1 and mode == _COUNT:  # no children: count in place
+            at_least[child] += _leaf_pairs(rows, seg, codes, j, size[j], n_a, ca, cb)
+            continue
         r2, s2, pairs = _refine(rows, seg, codes, j, size[j], n_a, bound, thr_of, ca, cb, pos,
-                                buf, small, lim, mode, child, score_k, rtol, at_least, best)
+                                buf, small, ok, lim, mode, child, score_k, rtol, fin, best,
+                                rcodes, evs)
         if mode == _COUNT:
             at_least[child] += pairs
         if r2.size == 0:
             continue  # nothing below: no pair agrees on this subset or any superset
         if mode == _MIN:
-            sc = score_k[child]
-            for r in range(r2.size):
-                i = r2[r]
-                if i < n_a and sc < best[i]:
-                    best[i] = sc
-                    thr_of[i] = sc + rtol * abs(sc)
+            _group_min(r2, s2, n_a, child, score_k[child], rtol, best, thr_of, evs)
         elif mode == _COLLECT:
             _collect(child, r2, s2, n_a, score_k[child], thr, base, count, link)
         depth += 1
@@ -438,12 +549,96 @@ def _dfs(codes, size, n_a, mode, rows, seg, s, first, score_k, rtol, best, thr_o
         nxt[depth] = j + 1
 
 
+@nb.njit(nogil=True, cache=True)
+def _group_min(rows, seg, n_a, s, sc, rtol, best, thr_of, evs):
+    """The minimum walk at the subset S (score ``sc``) with its shared groups (``rows``,
+    ``seg``): lower each A row's best score to sc, and (events on) record the group of each
+    A row within its current threshold with its drawn B row."""
+    ev_on = evs[2].size > 0
+    for q in range(seg.size - 1):
+        s0, s1 = seg[q], seg[q + 1]
+        c = 0  # B rows: the group's last rows (ascending, B after A)
+        while c < s1 - s0 and rows[s1 - 1 - c] >= n_a:
+            c += 1
+        for r in range(s0, s1 - c):
+            i = rows[r]
+            if ev_on and sc <= thr_of[i]:
+                _event(evs, i, s, c, rows[s1 - c + _draw(evs[2], i, s, c)] - n_a)
+            if sc < best[i]:
+                best[i] = sc
+                _lower(thr_of, i, sc + rtol * abs(sc))
+
+
+@nb.njit(nogil=True, cache=True)
+def _events(n, n_a, base):
+    """An empty event table (events on when ``base`` is given) and its scratch."""
+    on = base.size > 0
+    return ([np.empty((max(1024, n_a // 16) if on else 0, 4), np.int64)], np.zeros(1, np.int64),
+            base, np.empty(n if on else 0, np.int64), np.empty(n if on else 0, np.int64))
+
+
+@nb.njit(nogil=True, cache=True)
+def _min_task(codes, rcodes, size, n_a, i, j, score_k, rtol, best, thr_of, base, small_lim):
+    """One task of the minimum walk (with events when ``base`` is given): the subset {j}
+    alone (``i < 0``) or the whole subtree of {i, j}. Tasks are disjoint parts of the walk
+    and may run in any order: the minimum does not depend on it, pruning only uses the
+    (valid, if looser) thresholds found so far, and the events are replayed in walk order."""
+    n, m = codes.shape
+    rows = np.arange(n)
+    seg = np.array([0, n], np.int64)
+    evs = _events(n, n_a, base)
+    ca, cb, pos, buf, small, ok = _scratch(codes, size)
+    full = (1 << m) - 1
+    i0 = np.empty(0, np.int64)
+    f = np.empty(0)
+    u = np.empty(0, np.uint64)
+    if i >= 0:  # the rows of {i}'s groups, filtered by {i}'s subtree bound
+        rows, seg, _ = _refine(rows, seg, codes, i, size[i], n_a,
+                               score_k[(1 << i) | (full & ~((1 << (i + 1)) - 1))], thr_of,
+                               ca, cb, pos, buf, small, ok, 0, _MIN, 1 << i, score_k, rtol, i0,
+                               best, rcodes, evs)
+    child = (1 << j) | (1 << i if i >= 0 else 0)
+    r2, s2, _ = _refine(rows, seg, codes, j, size[j], n_a,
+                        score_k[child | (full & ~((1 << (j + 1)) - 1))], thr_of, ca, cb, pos,
+                        buf, small, ok, small_lim if i >= 0 else 0, _MIN, child, score_k, rtol,
+                        i0, best, rcodes, evs)
+    _group_min(r2, s2, n_a, child, score_k[child], rtol, best, thr_of, evs)
+    if i >= 0 and r2.size > 0:
+        _dfs(codes, size, n_a, _MIN, r2, s2, child, j + 1, score_k, rtol, best, thr_of, f, u,
+             i0, i0, i0, i0, rcodes, evs, small_lim)
+    tab = evs[0][0]
+    k = 0
+    for e in range(evs[1][0]):  # drop the events already above their row's threshold
+        if score_k[tab[e, 1]] <= thr_of[tab[e, 0]]:
+            tab[k] = tab[e]
+            k += 1
+    return tab[:k].copy()  # the tight table: the buffer is freed
+
+
+@nb.njit(nogil=True, cache=True)
+def _min_root(n_b, score_k, rtol, best, thr_of, base):
+    """The root of the minimum walk (the empty subset: every B row) and its events."""
+    n_a = best.size
+    evs = _events(n_a + n_b, n_a, base)
+    for i in range(n_a):
+        if score_k[0] < best[i]:
+            best[i] = score_k[0]
+        thr_of[i] = best[i] + rtol * abs(best[i])
+        if evs[2].size > 0 and score_k[0] <= thr_of[i]:
+            _event(evs, i, 0, n_b, _draw(base, i, 0, n_b))
+    return evs[0][0][:evs[1][0]].copy()
+
+
 @nb.njit(cache=True)
-def _walk_kernel(codes, size, n_a, mode, score_k, rtol, best, thr, base, count, link):
-    """The sequential walk from the root (minimum and draws: their order matters)."""
+def _walk_kernel(codes, rcodes, size, n_a, mode, score_k, rtol, best, thr, base, count, link,
+                 small_lim):
+    """The sequential walk from the root (minimum and draws: their order matters).
+    The minimum walk of the candidate sets is :func:`_min_walk` (tasks, events); this one
+    (``_MIN`` without events, then ``_COLLECT``) is kept as ``group_sets(walk="walks")``."""
     n = codes.shape[0]
     rows = np.arange(n)
     seg = np.array([0, n], np.int64)
+    evs = _events(n, n_a, base[:0])
     if mode == _MIN:
         thr_of = np.full(n_a, np.inf)  # threshold of the best score so far
         for i in range(n_a):
@@ -453,66 +648,220 @@ def _walk_kernel(codes, size, n_a, mode, score_k, rtol, best, thr, base, count, 
     else:
         thr_of = thr
         _collect(0, rows, seg, n_a, score_k[0], thr, base, count, link)
+    i0 = np.empty(0, np.int64)
     _dfs(codes, size, n_a, mode, rows, seg, 0, 0, score_k, rtol, best, thr_of, thr, base,
-         count, link, np.empty(0, np.int64))
+         count, link, i0, i0, rcodes, evs, small_lim)
 
 
 @nb.njit(parallel=True, cache=True)
-def _count_kernel(codes, size, n_a, tasks, at_least, small_lim=_SMALL):
+def _count_kernel(codes, rcodes, size, n_a, tasks, at_least, fin, small_lim, rows):
     """Pair counts of "agree on at least S" for every S: the subsets of one or two
     attributes here, the subtree of each two-attribute subset {i, j} as one parallel task
-    (the subtrees are disjoint, so are the entries they write)."""
+    (the subtrees are disjoint, so are the entries they write). Pairs of small groups go to
+    ``fin`` (see :func:`_fold_finished`)."""
     n, m = codes.shape
-    rows = np.arange(n)
     seg = np.array([0, n], np.int64)
     f = np.empty(0)
     i0 = np.empty(0, np.int64)
+    evs = ([np.empty((0, 4), np.int64)], np.zeros(1, np.int64), np.empty(0, np.uint64), i0, i0)
     at_least[0] = n_a * (n - n_a)
     for t in nb.prange(tasks.shape[0] + m):
-        ca, cb, pos, buf, small = _scratch(codes, size)
+        ca, cb, pos, buf, small, ok = _scratch(codes, size)
         if t >= tasks.shape[0]:  # a one-attribute subset
             j = t - tasks.shape[0]
             _, _, pairs = _refine(rows, seg, codes, j, size[j], n_a, 0.0, f, ca, cb, pos, buf,
-                                  small, 0, _COUNT, 1 << j, f, 0.0, at_least, f)
+                                  small, ok, 0, _COUNT, 1 << j, f, 0.0, fin, f, rcodes, evs)
             at_least[1 << j] = pairs
             continue
         i, j = tasks[t, 0], tasks[t, 1]
         r1, s1, _ = _refine(rows, seg, codes, i, size[i], n_a, 0.0, f, ca, cb, pos, buf,
-                            small, 0, _COUNT, 1 << i, f, 0.0, at_least, f)
+                            small, ok, 0, _COUNT, 1 << i, f, 0.0, fin, f, rcodes, evs)
         child = (1 << i) | (1 << j)
         r2, s2, pairs = _refine(r1, s1, codes, j, size[j], n_a, 0.0, f, ca, cb, pos, buf,
-                                small, small_lim, _COUNT, child, f, 0.0, at_least, f)
+                                small, ok, small_lim, _COUNT, child, f, 0.0, fin, f, rcodes, evs)
         at_least[child] += pairs
         if r2.size > 0:
             _dfs(codes, size, n_a, _COUNT, r2, s2, child, j + 1, f, 0.0, f, f, f,
-                 np.empty(0, np.uint64), i0, i0, at_least, small_lim)
+                 np.empty(0, np.uint64), i0, i0, at_least, fin, rcodes, evs, small_lim)
 
 
 def _run_walk(codes: np.ndarray, size: np.ndarray, n_a: int, mode: int,
               score_k: np.ndarray | None = None, best: np.ndarray | None = None,
               thr: np.ndarray | None = None, base: np.ndarray | None = None,
               count: np.ndarray | None = None, link: np.ndarray | None = None,
-              at_least: np.ndarray | None = None) -> None:
+              at_least: np.ndarray | None = None, small_lim: int | None = None
+              ) -> None:
     """The compiled walk (:func:`_count_kernel`, :func:`_walk_kernel`); codes are stored
-    column by column in the narrowest unsigned type that holds them."""
+    column by column (for the refinements) and row by row (for the small groups) in the
+    narrowest unsigned type that holds them. ``small_lim``: most pairs of a group finished
+    pair by pair (default ``_SMALL_COUNT`` / ``_SMALL_MIN``; 0 refines every group; tests)."""
     n, m = codes.shape
     if n_a == 0 or n_a == n:
         return
     size = np.ascontiguousarray(size, dtype=np.int64)
+    if mode == _COUNT:
+        # Pair counts do not depend on the order of the attributes, the walk's cost does:
+        # a subset is refined from its parent (itself without its last attribute), and the
+        # first attributes are in the parents of most subsets, so the walk takes them from
+        # the most selective (fewest agreeing pairs) to the least; the counts are mapped
+        # back to the original attribute bits.
+        agree = [int(np.bincount(codes[:n_a, j], minlength=size[j])
+                     @ np.bincount(codes[n_a:, j], minlength=size[j])) for j in range(m)]
+        order = np.argsort(agree, kind="stable")
+        walked = np.zeros(1 << m, np.int64)
+        _count_walk(codes[:, order], size[order], n_a, walked, small_lim)
+        orig = np.zeros(1 << m, np.int64)
+        sub = np.arange(1 << m)
+        for k in range(m):
+            orig |= ((sub >> k) & 1) << int(order[k])
+        at_least[orig] = walked
+        return
+    codes, rcodes, size = _narrow(codes, size)
+    f, i, u = np.empty(0), np.empty(0, np.int64), np.empty(0, np.uint64)
+    _walk_kernel(codes, rcodes, size, n_a, mode, score_k, RTOL, f if best is None else best,
+                 f if thr is None else thr, u if base is None else base,
+                 i if count is None else count, i if link is None else link,
+                 _SMALL_MIN if small_lim is None else small_lim)
+
+
+def _count_walk(codes: np.ndarray, size: np.ndarray, n_a: int, at_least: np.ndarray,
+                small_lim: int | None) -> None:
+    """Pair counts of "agree on at least S" by the compiled walk, attributes in the given
+    order (:func:`_count_kernel`, :func:`_fold_finished`)."""
+    n, m = codes.shape
+    codes, rcodes, size = _narrow(codes, size)
+    pairs = [(i, j) for i in range(m) for j in range(i + 1, m)]
+    # largest subtrees first, so that the parallel tasks finish together
+    pairs.sort(key=lambda t: t[1])
+    tasks = np.array(pairs, np.int64).reshape(-1, 2)
+    fin = np.zeros(m << m, np.int64)
+    _count_kernel(codes, rcodes, size, n_a, tasks, at_least, fin,
+                  _SMALL_COUNT if small_lim is None else small_lim,
+                  np.arange(n, dtype=_ROWS if n < 2**31 else np.int64))
+    _fold_finished(fin, at_least, m)
+
+
+def _narrow(codes: np.ndarray, size: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(column-major codes, row-major codes, sizes) in the narrowest unsigned type."""
+    size = np.ascontiguousarray(size, dtype=np.int64)
     top = int(size.max(initial=1))
     dt = np.uint8 if top <= 1 << 8 else np.uint16 if top <= 1 << 16 else np.int64
     codes = np.asfortranarray(codes.astype(dt))
-    if mode == _COUNT:
-        pairs = [(i, j) for i in range(m) for j in range(i + 1, m)]
-        # largest subtrees first, so that the parallel tasks finish together
-        pairs.sort(key=lambda t: t[1])
-        tasks = np.array(pairs, np.int64).reshape(-1, 2)
-        _count_kernel(codes, size, n_a, tasks, at_least)
-        return
-    f, i, u = np.empty(0), np.empty(0, np.int64), np.empty(0, np.uint64)
-    _walk_kernel(codes, size, n_a, mode, score_k, RTOL, f if best is None else best,
-                 f if thr is None else thr, u if base is None else base,
-                 i if count is None else count, i if link is None else link)
+    return codes, np.ascontiguousarray(codes), size
+
+
+def _min_walk(codes: np.ndarray, size: np.ndarray, n_a: int, score_k: np.ndarray,
+              best: np.ndarray, base: np.ndarray, small_lim: int | None = None
+              ) -> np.ndarray:
+    """The minimum walk with events (:func:`_min_task`), its tasks shared by
+    ``numba.get_num_threads()`` threads, each with its own best scores (merged by minimum)
+    and all sharing the pruning thresholds (:func:`_lower`). Lowers ``best``; returns the
+    event table (its order depends on the threads; :func:`_replay` sorts it)."""
+    n, m = codes.shape
+    if n_a == 0 or n_a == n:
+        return np.empty((0, 4), np.int64)
+    codes, rcodes, size = _narrow(codes, size)
+    lim = _SMALL_MIN if small_lim is None else small_lim
+    thr_of = np.empty(n_a)
+    tables = [_min_root(n - n_a, score_k, RTOL, best, thr_of, base)]
+    # the subtree of {i, j} has 2^(m-1-j) subsets: largest first, then the single subsets
+    tasks = [(i, j) for j in range(m) for i in range(j)] + [(-1, j) for j in range(m)]
+    n_threads = max(1, min(nb.get_num_threads(), len(tasks)))
+    states = [(best.copy(), thr_of) for _ in range(n_threads)]  # thresholds shared
+    lock = threading.Lock()
+    queue = iter(tasks)
+
+    def worker(w: int) -> list[np.ndarray]:
+        out = []
+        b, t = states[w]
+        while True:
+            with lock:
+                task = next(queue, None)
+            if task is None:
+                return out
+            out.append(_min_task(codes, rcodes, size, n_a, task[0], task[1], score_k, RTOL,
+                                 b, t, base, lim))
+
+    if n_threads == 1:
+        tables += worker(0)
+    else:
+        with ThreadPoolExecutor(n_threads) as ex:
+            for part in ex.map(worker, range(n_threads)):
+                tables += part
+    for b, _ in states:
+        np.minimum(best, b, out=best)
+    return np.concatenate(tables)
+
+
+@nb.njit(cache=True)
+def _walk_order(k):
+    """rank[S]: position of the subset S in the walk's depth-first order (S, then the
+    subtrees of S ∪ {j} for j above S's last attribute, in increasing j)."""
+    rank = np.empty(1 << k, np.int64)
+    stack = np.empty(k + 1, np.int64)  # subset at each depth
+    nxt = np.empty(k + 1, np.int64)    # next attribute to add at each depth
+    rank[0] = 0
+    stack[0] = 0
+    nxt[0] = 0
+    depth = 0
+    r = 1
+    while depth >= 0:
+        j = nxt[depth]
+        if j >= k:
+            depth -= 1
+            continue
+        nxt[depth] = j + 1
+        child = stack[depth] | (1 << j)
+        rank[child] = r
+        r += 1
+        depth += 1
+        stack[depth] = child
+        nxt[depth] = j + 1
+    return rank
+
+
+@nb.njit(cache=True)
+def _replay(ev, rank, score_k, thr, base, count, link):
+    """The tied groups of each A row from the events of the minimum walk, in the walk's
+    order: an event (a, S, c, b) is a's group on S with c B rows and b the pick-th of them
+    (:func:`_draw`); those with score_k[S] ≤ thr[a] are the groups :func:`_collect` meets,
+    so counting them and keeping each with probability c / (count so far) in walk order
+    gives the same counts and links as the collecting walk."""
+    n_ev = ev.shape[0]
+    span = np.int64(rank.size)
+    key = np.empty(n_ev, np.int64)
+    k = 0
+    for e in range(n_ev):
+        i, s = ev[e, 0], ev[e, 1]
+        if score_k[s] <= thr[i]:
+            key[k] = i * span + rank[s]
+            ev[k] = ev[e]
+            k += 1
+    order = np.argsort(key[:k])
+    for o in range(k):
+        e = order[o]
+        i, s, c = ev[e, 0], ev[e, 1], ev[e, 2]
+        count[i] += c
+        h = splitmix(base[i] + np.uint64(s), _WALK)
+        u = np.float64(h >> np.uint64(11)) * 2.0**-53
+        if u * np.float64(count[i]) < np.float64(c):
+            link[i] = ev[e, 3]
+
+
+def _fold_finished(fin: np.ndarray, at_least: np.ndarray, m: int) -> None:
+    """Add the pairs finished in small groups to ``at_least``. ``fin[j·2^m + X]`` counts
+    the pairs finished below a subset C whose last attribute is j, agreeing on X = C ∪ M with
+    M the set of later attributes (> j) they agree on; such a pair agrees on at least C ∪ T
+    for each T ⊆ M, T ≠ ∅ (T = ∅ is counted with its group). Summing ``fin[j]`` over the
+    supersets in the bits above j gives, at S, the pairs with C = S's bits up to j and
+    T = S's bits above j ⊆ M: added where T ≠ ∅, i.e. S ≥ 2^(j+1)."""
+    g = fin.reshape(m, 1 << m)
+    for j in range(m - 1):
+        h = g[j]
+        for t in range(j + 1, m):
+            v = h.reshape(-1, 2, 1 << t)
+            v[:, 0, :] += v[:, 1, :]
+        at_least[1 << (j + 1):] += h[1 << (j + 1):]
 
 
 # ---------------------------------------------------------------- pair kernels (tolerance)
@@ -756,12 +1105,15 @@ def group_sets(cmp: Comparison, score: np.ndarray, truth: np.ndarray, seed: int,
     """Minimal-score (maximal-weight) candidate sets by the subset walk, valid when every
     attribute's agreement lowers the score by more than the tie window: then for each a
     the tied subsets S on which some b agrees with a are exactly the agreement patterns of
-    C(a), and their groups of B are disjoint. Two walks: the minimum, then the tied groups
+    C(a), and their groups of B are disjoint. One walk: the minimum, recording the groups it
+    meets, then the tied groups replayed in walk order
     (count and a reservoir-sampled uniform link). ``keep``: the attributes to walk; the
     others must score agreement and disagreement identically (they are left out of the
     walk and scored as disagreeing, which gives the same bits). ``walk``: ``"compiled"``
-    (the pruned compiled walk, :func:`_walk_kernel`: same subsets, order and draws) or
-    ``"numpy"`` (the plain numpy walk, kept as the reference computation)."""
+    (the pruned compiled minimum walk with events, :func:`_min_walk`, and :func:`_replay`:
+    same subsets, order and draws), ``"walks"`` (the compiled minimum walk, then a
+    compiled collecting walk, :func:`_walk_kernel`) or ``"numpy"`` (the plain numpy walk,
+    kept as the reference computation)."""
     n_a, m = cmp.a.shape
     keep = np.arange(m) if keep is None else np.flatnonzero(np.isin(np.arange(m), keep))
     codes = _stack(cmp)[:, keep]
@@ -769,7 +1121,15 @@ def group_sets(cmp: Comparison, score: np.ndarray, truth: np.ndarray, seed: int,
             << keep).sum(axis=1)
     score_k = score[full]  # score of each walked subset as a full pattern
     best = np.full(n_a, np.inf)
-    if walk == "compiled":
+    if walk == "compiled":  # one walk: the minimum, recording the groups met (events)
+        base = _mix64(np.arange(n_a, dtype=np.uint64) ^ _mix64(np.full(n_a, seed, np.uint64)))
+        ev = _min_walk(codes, cmp.size[keep], n_a, score_k, best, base)
+        thr = tie_threshold_np(best, rtol)
+        count = np.zeros(n_a, np.int64)
+        link = np.full(n_a, -1, np.int64)
+        _replay(ev, _walk_order(keep.size), score_k, thr, base, count, link)
+        return _group_result(cmp, score, truth, best, count, link, thr)
+    if walk == "walks":  # the minimum, then a second walk collecting the tied groups
         size = cmp.size[keep]
         _run_walk(codes, size, n_a, _MIN, score_k=score_k, best=best)
         thr = tie_threshold_np(best, rtol)
