@@ -94,8 +94,9 @@ from .distance import METRICS, space
               Param("dense_max_n", int, DENSE_MAX_N, help="largest file solver='auto' solves "
                                                           "densely"),
               Param("d", int, 2, help="degree of the kernel metric"),
-              Param("k_list", int, DEFAULT_K_LIST, help="length of the sparse solver's k-NN "
-                                                        "lists"),
+              Param("k_list", int, DEFAULT_K_LIST,
+                    help="length of the sparse solver's k-NN lists (the screened lists of "
+                         "large Euclidean problems: their width)"),
               Param("standardize", bool, True,
                     help="standardize each file's attributes for the euclidean, l1 and "
                          "kernel metrics (False: raw values, the global-linkage paper's "

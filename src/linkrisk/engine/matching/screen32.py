@@ -12,7 +12,8 @@ list entries are then re-scored in float64 with the engine's arithmetic
 (:func:`~.knn.pair_costs`) and sorted by (exact cost, index). Every pair left out of i's
 list had a float32 score ≥ the final K-th one D_i, so its exact squared distance is
 ≥ L(D_i) (:func:`~..nearest.screen.lower_bound`: |float32 − exact| ≤ c(‖a‖² + ‖b‖²), c = 4(m+3)·2⁻²³)
-and α_i = √L(D_i). The bound holds for this summation order as for faiss's: rounding the
+and α_i = √L(D_i). The bound holds for this summation order as for faiss's, with or without fused
+multiply-adds: rounding the
 inputs costs ≤ 2·2⁻²⁴ relative per product and 2⁻²⁴·m per norm, and summing the m + 2
 terms ≤ γ_{m+2}·Σ|terms| ≤ (m+2)·2⁻²³(‖a‖² + ‖b‖²), since 2Σ|a_k b_k| ≤ ‖a‖² + ‖b‖²;
 in all ≈ (1.5m + 4)·2⁻²³(‖a‖² + ‖b‖²) < c(‖a‖² + ‖b‖²).
@@ -24,6 +25,7 @@ Euclidean cost of gdbrl) is screened; other metrics use the exact kernels of :mo
 from __future__ import annotations
 
 import dataclasses
+import time
 
 import numba as nb
 import numpy as np
@@ -46,6 +48,9 @@ IDX = np.int32
 SORT_BLOCK = 1 << 20
 #: columns per sub-block searched for list entries in a tile with a hit
 SUB = 64
+#: the float32 passes may contract a·b + c into one fused multiply-add (one rounding
+#: instead of two: the error bound above holds for any order, contracted or not)
+_FMA = {"contract"}
 
 
 def applicable(pw: Pairwise) -> bool:
@@ -54,12 +59,15 @@ def applicable(pw: Pairwise) -> bool:
 
 
 @nb.njit(inline="always")
-def _scores32x2(a, b, xi, xj, nxi, nxj, nyt, yt, t0, w, kth_i, kth_j, btt):
+def _scores32x2(a, b, xi, xj, nxi, nxj, nyt, yt, t0, w, kth_i, kth_j, btt, mi, mj):
     """a[q], b[q] = float32 scores of rows i and j against tile column t0+q,
     ‖y‖² + ‖x‖² + Σ_k (−2x_k)·y_k (rows come pre-scaled by −2, exact in binary), vectorized
-    over q, four attributes per pass; the last attribute is fused with the list check.
+    over q, four attributes per pass, each added in turn (so that the callers' fastmath
+    ``contract`` makes one fused multiply-add of each); the last attribute is fused with
+    the list check.
     Returns, per row, whether some score is below its forward threshold (``kth_i``,
-    ``kth_j``) or the column's backward threshold ``btt[q]``. Two rows at once: each tile
+    ``kth_j``) or the column's backward threshold ``btt[q]``, and per block of SUB columns
+    in ``mi``, ``mj`` (a block without is skipped by the offers). Two rows at once: each tile
     load of y serves both (an odd last row is passed twice). The loops run over slices:
     indexing ``yt[k, t0 + q]`` directly keeps LLVM from vectorizing; starting from the
     norms and checking in the last pass saves two passes over the scores (figures in
@@ -79,8 +87,8 @@ def _scores32x2(a, b, xi, xj, nxi, nxj, nyt, yt, t0, w, kth_i, kth_j, btt):
         r3 = yt[k + 3, t0:t0 + w]
         for q in range(w):
             y0, y1, y2, y3 = r0[q], r1[q], r2[q], r3[q]
-            a[q] += (x0 * y0 + x1 * y1) + (x2 * y2 + x3 * y3)
-            b[q] += (z0 * y0 + z1 * y1) + (z2 * y2 + z3 * y3)
+            a[q] = a[q] + x0 * y0 + x1 * y1 + x2 * y2 + x3 * y3
+            b[q] = b[q] + z0 * y0 + z1 * y1 + z2 * y2 + z3 * y3
         k += 4
     while k < m - 1:
         xv = xi[k]
@@ -92,36 +100,42 @@ def _scores32x2(a, b, xi, xj, nxi, nxj, nyt, yt, t0, w, kth_i, kth_j, btt):
         k += 1
     xv = xi[k]
     zv = xj[k]
-    r0 = yt[k, t0:t0 + w]
     hit_i = False
     hit_j = False
-    for q in range(w):
-        y0 = r0[q]
-        s = a[q] + xv * y0
-        t = b[q] + zv * y0
-        a[q] = s
-        b[q] = t
-        bt = btt[q]
-        hit_i |= (s < kth_i) | (s < bt)
-        hit_j |= (t < kth_j) | (t < bt)
+    for q0 in range(0, w, SUB):
+        q1 = min(q0 + SUB, w)
+        r0 = yt[k, t0 + q0:t0 + q1]
+        bts = btt[q0:q1]
+        hi_ = False
+        hj = False
+        for q in range(q1 - q0):
+            y0 = r0[q]
+            s = a[q0 + q] + xv * y0
+            t = b[q0 + q] + zv * y0
+            a[q0 + q] = s
+            b[q0 + q] = t
+            bt = bts[q]
+            hi_ |= (s < kth_i) | (s < bt)
+            hj |= (t < kth_j) | (t < bt)
+        mi[q0 // SUB] = hi_
+        mj[q0 // SUB] = hj
+        hit_i |= hi_
+        hit_j |= hj
     return hit_i, hit_j
 
 
 @nb.njit(inline="always")
-def _offer(a, i, t0, w, fsr, fir, bs, bi, bth):
+def _offer(a, i, t0, w, fsr, fir, bs, bi, bth, mask):
     """Offer row i's scores against a tile (some below a threshold) to i's forward list
-    and the tile columns' backward lists; hits are sparse: found SUB columns at a time."""
+    and the tile columns' backward lists; only the blocks of SUB columns marked in
+    ``mask`` can hold one."""
     k = fsr.shape[0]
     kb = bs.shape[1]
     kth = fsr[k - 1]
-    btt = bth[t0:t0 + w]
     for q0 in range(0, w, SUB):
+        if not mask[q0 // SUB]:
+            continue  # no score below the thresholds of the scoring (they only fell since)
         q1 = min(q0 + SUB, w)
-        sub = False
-        for q in range(q0, q1):
-            sub |= (a[q] < kth) | (a[q] < btt[q])
-        if not sub:
-            continue
         for q in range(q0, q1):
             s = a[q]
             if s < kth:
@@ -133,7 +147,7 @@ def _offer(a, i, t0, w, fsr, fir, bs, bi, bth):
                 bth[j] = bs[j, kb - 1]
 
 
-@nb.njit(parallel=True, cache=True)
+@nb.njit(parallel=True, cache=True, fastmath=_FMA)
 def _knn32_pass(x, nx, lo, hi, yt, ny, tile, chunk, f_idx, f_sc, b_idx, b_sc, b_thr):
     """Rows lo..hi of x (pre-scaled by −2) against all of y in float32; forward lists for
     these rows, backward lists per thread (merged afterwards), as :func:`~.knn._knn_pass`."""
@@ -146,6 +160,8 @@ def _knn32_pass(x, nx, lo, hi, yt, ny, tile, chunk, f_idx, f_sc, b_idx, b_sc, b_
         r1 = lo + (n * (t + 1)) // T
         acc = np.empty(tile, np.float32)
         acc2 = np.empty(tile, np.float32)
+        mi = np.empty(-(-tile // SUB), np.bool_)
+        mj = np.empty(-(-tile // SUB), np.bool_)
         fi = np.empty((chunk, k), np.int32)
         fs = np.empty((chunk, k), np.float32)
         bi = b_idx[t]
@@ -167,11 +183,11 @@ def _knn32_pass(x, nx, lo, hi, yt, ny, tile, chunk, f_idx, f_sc, b_idx, b_sc, b_
                     i = c0 + r
                     r2 = min(r + 1, nr - 1)  # an odd last row pairs with itself
                     hi_, hj = _scores32x2(a, b, x[i], x[c0 + r2], nx[i], nx[c0 + r2], nyt, yt,
-                                          t0, w, fs[r, k - 1], fs[r2, k - 1], btt)
+                                          t0, w, fs[r, k - 1], fs[r2, k - 1], btt, mi, mj)
                     if hi_:
-                        _offer(a, i, t0, w, fs[r], fi[r], bs, bi, bth)
+                        _offer(a, i, t0, w, fs[r], fi[r], bs, bi, bth, mi)
                     if hj and r2 > r:
-                        _offer(b, i + 1, t0, w, fs[r2], fi[r2], bs, bi, bth)
+                        _offer(b, i + 1, t0, w, fs[r2], fi[r2], bs, bi, bth, mj)
             for r in range(nr):
                 for q in range(k):
                     f_idx[c0 + r, q] = fi[r, q]
@@ -255,3 +271,309 @@ def _list_bound(idx: np.ndarray, sc32: np.ndarray, z: np.ndarray, n_other: int
         return np.full(idx.shape[0], np.inf)
     b = np.maximum(lower_bound(sc32[:, -1], z), 0.0)
     return np.where(idx[:, -1] < 0, np.inf, b)
+
+
+# ---------------------------------------------------------------------------------------
+# threshold lists: one float32 pass, thresholds from a sample, hits appended
+# ---------------------------------------------------------------------------------------
+#: a list's threshold is the KS-th smallest float32 score of its record against a sample
+#: of the other file (more: list lengths vary less, the sample costs more)
+KS = 8
+#: log capacity per row of a block: LOG_FACTOR × the mean list length + LOG_FLOOR (a block
+#: whose logs overflow is scored again with room for what it counted)
+LOG_FACTOR = 3
+LOG_FLOOR = 64
+
+
+@nb.njit(inline="always")
+def _offer_thr(a, i, t0, w, insample, fsr, fir, kth, tau_b, fi_, fj_, nf, li_, lj_, nl,
+               mask):
+    """Row i's float32 scores against a tile (some below a threshold): in the sample
+    columns into i's short list (insertion), beyond them appended to the forward log when
+    below i's threshold ``kth``; appended to the backward log when below the column's
+    threshold ``tau_b``. Log entries past a log's capacity are counted, not written (the
+    caller re-runs). Returns the two log counts."""
+    ks = fsr.shape[0]
+    capf = fi_.shape[0]
+    capb = li_.shape[0]
+    for q0 in range(0, w, SUB):
+        if not mask[q0 // SUB]:
+            continue
+        q1 = min(q0 + SUB, w)
+        for q in range(q0, q1):
+            s = a[q]
+            j = t0 + q
+            if s < kth:
+                if insample:
+                    insert_sorted(fsr, fir, s, j)
+                    kth = fsr[ks - 1]
+                else:
+                    if nf < capf:
+                        fi_[nf] = i
+                        fj_[nf] = j
+                    nf += 1
+            if s < tau_b[j]:
+                if nl < capb:
+                    li_[nl] = i
+                    lj_[nl] = j
+                nl += 1
+    return nf, nl
+
+
+@nb.njit(inline="always")
+def _close_sample(fs, fi, c0, nr, tau_f, fi_, fj_, nf):
+    """End of the sample columns for a chunk of rows: each row's threshold is its list's
+    last (KS-th) score and the list's entries go to the forward log."""
+    ks = fs.shape[1]
+    capf = fi_.shape[0]
+    for r in range(nr):
+        tau_f[c0 + r] = fs[r, ks - 1]
+        for q in range(ks):
+            if fi[r, q] >= 0:
+                if nf < capf:
+                    fi_[nf] = c0 + r
+                    fj_[nf] = fi[r, q]
+                nf += 1
+    return nf
+
+
+@nb.njit(parallel=True, cache=True, fastmath=_FMA)
+def _thr_pass(x, nx, lo, hi, yt, ny, tile, chunk, S, ks, tau_f, tau_b, f_i, f_j, f_n, l_i,
+              l_j, l_n):
+    """Rows lo..hi of x (pre-scaled by −2) against all of y in float32 (the scores of
+    :func:`_knn32_pass`). Columns < S (a multiple of ``tile``) are the sample: each row
+    keeps its ``ks`` smallest there, whose last is its threshold ``tau_f`` for the other
+    columns, where every score below it is logged (f_i, f_j per thread, counts f_n).
+    Every score below its column's threshold ``tau_b`` is logged too (l_i, l_j, l_n).
+    A thread meets its rows in increasing order."""
+    n_y = yt.shape[1]
+    T = f_n.shape[0]
+    n = hi - lo
+    for t in nb.prange(T):
+        r0 = lo + (n * t) // T
+        r1 = lo + (n * (t + 1)) // T
+        acc = np.empty(tile, np.float32)
+        acc2 = np.empty(tile, np.float32)
+        mi = np.empty(-(-tile // SUB), np.bool_)
+        mj = np.empty(-(-tile // SUB), np.bool_)
+        fi = np.empty((chunk, ks), np.int32)
+        fs = np.empty((chunk, ks), np.float32)
+        fi_, fj_ = f_i[t], f_j[t]
+        li_, lj_ = l_i[t], l_j[t]
+        nf = 0
+        nl = 0
+        for c0 in range(r0, r1, chunk):
+            nr = min(chunk, r1 - c0)
+            for r in range(nr):
+                for q in range(ks):
+                    fi[r, q] = -1
+                    fs[r, q] = np.inf
+            t0 = 0
+            while t0 < n_y:
+                if t0 == S:
+                    nf = _close_sample(fs, fi, c0, nr, tau_f, fi_, fj_, nf)
+                insample = t0 < S
+                # tiles end at S, where the sample ends
+                w = min(tile, (S if insample else n_y) - t0)
+                nyt = ny[t0:t0 + w]
+                btt = tau_b[t0:t0 + w]
+                a = acc[:w]
+                b = acc2[:w]
+                for r in range(0, nr, 2):
+                    i = c0 + r
+                    r2 = min(r + 1, nr - 1)  # an odd last row pairs with itself
+                    ki = fs[r, ks - 1] if insample else tau_f[i]
+                    kj = fs[r2, ks - 1] if insample else tau_f[c0 + r2]
+                    hi_, hj = _scores32x2(a, b, x[i], x[c0 + r2], nx[i], nx[c0 + r2], nyt, yt,
+                                          t0, w, ki, kj, btt, mi, mj)
+                    if hi_:
+                        nf, nl = _offer_thr(a, i, t0, w, insample, fs[r], fi[r], ki, tau_b,
+                                            fi_, fj_, nf, li_, lj_, nl, mi)
+                    if hj and r2 > r:
+                        nf, nl = _offer_thr(b, i + 1, t0, w, insample, fs[r2], fi[r2], kj,
+                                            tau_b, fi_, fj_, nf, li_, lj_, nl, mj)
+                t0 += w
+            if S >= n_y:
+                nf = _close_sample(fs, fi, c0, nr, tau_f, fi_, fj_, nf)
+        f_n[t] = nf
+        l_n[t] = nl
+
+
+@nb.njit(cache=True)
+def _group(keys, vals, lo, n):
+    """Counting sort of the entries by key (keys in lo..lo+n): (indptr, vals grouped),
+    stable, so each group keeps the entries' order."""
+    ptr = np.zeros(n + 1, np.int64)
+    for p in range(keys.shape[0]):
+        ptr[keys[p] - lo + 1] += 1
+    for r in range(n):
+        ptr[r + 1] += ptr[r]
+    out = np.empty(keys.shape[0], vals.dtype)
+    pos = ptr[:-1].copy()
+    for p in range(keys.shape[0]):
+        r = keys[p] - lo
+        out[pos[r]] = vals[p]
+        pos[r] += 1
+    return ptr, out
+
+
+@nb.njit(parallel=True, cache=True)
+def _truncate(ptr, idx, sc, out_i, out_s, nxt):
+    """Each group sorted by (score, index) and cut to the width of ``out_i`` (missing
+    entries −1, +inf); ``nxt`` = the first score cut off (+inf: none)."""
+    W = out_i.shape[1]
+    for r in nb.prange(ptr.shape[0] - 1):
+        p0, p1 = ptr[r], ptr[r + 1]
+        seg_i = idx[p0:p1]
+        o1 = np.argsort(seg_i, kind="mergesort")
+        s1 = sc[p0:p1][o1]
+        o2 = np.argsort(s1, kind="mergesort")
+        m = p1 - p0
+        for q in range(W):
+            if q < m:
+                out_i[r, q] = seg_i[o1[o2[q]]]
+                out_s[r, q] = s1[o2[q]]
+            else:
+                out_i[r, q] = -1
+                out_s[r, q] = np.inf
+        nxt[r] = s1[o2[W]] if m > W else np.inf
+
+
+def _finish_lists(pw: Pairwise, keys: np.ndarray, vals: np.ndarray, lo: int, n: int,
+                  tau: np.ndarray, z: np.ndarray, out_i: np.ndarray, out_s: np.ndarray
+                  ) -> np.ndarray:
+    """Logged pairs (key record in lo..lo+n, partner) as exact lists: grouped by key,
+    re-scored exactly with ``pw`` (key records are its rows), sorted by (score, index) and
+    cut to the lists' width. Returns each list's bound: L(τ) for the pairs never logged
+    (float32 score ≥ τ), or the first exact score cut off when lower."""
+    ptr, part = _group(keys, vals, lo, n)
+    sc = np.empty(part.shape[0])
+    for a in range(0, part.shape[0], SORT_BLOCK):
+        b = min(a + SORT_BLOCK, part.shape[0])
+        rows = lo + np.searchsorted(ptr, np.arange(a, b), side="right") - 1
+        sc[a:b] = pair_costs(pw, rows, part[a:b])
+    nxt = np.empty(n)
+    _truncate(ptr, part, sc, out_i[lo:lo + n], out_s[lo:lo + n], nxt)
+    with np.errstate(invalid="ignore"):
+        lb = np.maximum(lower_bound(tau.astype(np.float64), z[lo:lo + n]), 0.0)
+    lb[~np.isfinite(tau)] = np.inf
+    return np.minimum(lb, nxt)
+
+
+def _sample_thresholds(z32: np.ndarray, nz: np.ndarray, sample32: np.ndarray,
+                       ns: np.ndarray, ks: int, T: int, progress: Progress | None = None
+                       ) -> np.ndarray:
+    """Per row of ``z32``: its ``ks``-th smallest float32 score against the rows of
+    ``sample32`` (+inf with fewer), from :func:`_knn32_pass` without backward lists."""
+    n = z32.shape[0]
+    ks = int(min(ks, sample32.shape[0]))
+    if ks == 0:
+        return np.full(n, np.inf, _F32)
+    st = np.ascontiguousarray(sample32.T)
+    zm2 = -2.0 * z32
+    f_idx = np.empty((n, ks), IDX)
+    f_sc = np.empty((n, ks), _F32)
+    none_i = np.empty((T, 0, 0), IDX)
+    none_s = np.empty((T, 0, 0), _F32)
+    thr = np.full((T, sample32.shape[0]), -np.inf, _F32)
+    step = row_blocks(n, 8)
+    for lo in range(0, n, step):
+        hi = min(lo + step, n)
+        _knn32_pass(zm2, nz, lo, hi, st, ns, TILE, CHUNK, f_idx, f_sc, none_i, none_s, thr)
+        if progress is not None:
+            progress(hi, n)
+    return np.ascontiguousarray(f_sc[:, ks - 1])
+
+
+def knn_thresholds(pw: Pairwise, width: int, *, mean: float | None = None, ks: int = KS,
+                   progress: Progress | None = None, threads: int | None = None,
+                   stats: dict | None = None) -> KNN:
+    """Screened lists in both directions from one float32 pass, without keeping sorted
+    k-best lists over the whole file (whose random-access inserts dominate
+    :func:`knn_screened`): each record's threshold τ is the ``ks``-th smallest float32
+    score against a random sample of the other file (the first columns, or rows: the
+    solver permutes both files), sized so that about ``mean`` (default ``width``) pairs
+    per record fall below it; every pair below its row's or its column's threshold is
+    logged. Logged pairs are re-scored exactly, sorted by (exact score, index) and cut
+    to ``width``. Bounds: a pair never logged has float32 score ≥ τ, so exact score
+    ≥ L(τ) (:func:`~..nearest.screen.lower_bound`); a pair cut off is ≥ the first exact
+    score cut. List lengths vary with the sample (a list shorter than ``width`` is padded
+    with −1 / +inf and still has a finite bound)."""
+    n_x, n_y = pw.x.shape[0], pw.y.shape[0]
+    W = int(max(1, width))
+    L = float(mean if mean is not None else max(W, ks))
+    T = int(threads or nb.get_num_threads())
+    x32 = np.ascontiguousarray(pw.x, dtype=_F32)
+    y32 = np.ascontiguousarray(pw.y, dtype=_F32)
+    yt32 = np.ascontiguousarray(y32.T)
+    nx, ny = _norms32(x32), _norms32(y32)
+    xm2 = -2.0 * x32
+    # the sample columns (the rows' thresholds come with the pass)
+    S = int(min(n_y, np.ceil(n_y * ks / L)))
+    # the columns' thresholds: each column's ks smallest against the sample rows (the
+    # first R), by a forward-only pass of the swapped problem
+    R = int(min(n_x, int(np.ceil(n_x * ks / L))))
+    # progress in pairs scored: the sample pass (n_y × R), then the full pass
+    total = float(n_y) * (R + n_x)
+
+    def report(done: float) -> None:
+        if progress is not None:
+            progress(int(1000 * done / total), 1000)
+
+    t0 = time.perf_counter()
+    tau_b = _sample_thresholds(y32, ny, x32[:R], nx[:R], ks, T,
+                               lambda d, n: report(float(d) * R))
+    t_sample = time.perf_counter() - t0
+    tau_f = np.full(n_x, np.inf, _F32)
+    fwd_i = np.empty((n_x, W), IDX)
+    fwd_s = np.empty((n_x, W))
+    fwd_b = np.empty(n_x)
+    sq = dataclasses.replace(pw, root=False)
+    bl_i: list[np.ndarray] = []
+    bl_j: list[np.ndarray] = []
+    edges = list(range(0, n_x, row_blocks(n_x))) + [n_x]
+    per_row = int(LOG_FACTOR * L + LOG_FLOOR)
+    f_n = np.zeros(T, np.int64)
+    l_n = np.zeros(T, np.int64)
+    reruns = 0
+    t_rest = t_lists = 0.0
+    for lo, hi in zip(edges[:-1], edges[1:], strict=True):
+        t0 = time.perf_counter()
+        cap = per_row * (-(-(hi - lo) // T))
+        while True:
+            f_i = np.empty((T, cap), IDX)
+            f_j = np.empty((T, cap), IDX)
+            l_i = np.empty((T, cap), IDX)
+            l_j = np.empty((T, cap), IDX)
+            _thr_pass(xm2, nx, lo, hi, yt32, ny, TILE, CHUNK, S, ks, tau_f, tau_b, f_i, f_j,
+                      f_n, l_i, l_j, l_n)
+            if max(f_n.max(), l_n.max()) <= cap:
+                break
+            reruns += 1
+            cap = int(max(f_n.max(), l_n.max()) * 1.25) + 64
+        t1 = time.perf_counter()
+        t_rest += t1 - t0
+        keys = np.concatenate([f_i[t, :f_n[t]] for t in range(T)])
+        vals = np.concatenate([f_j[t, :f_n[t]] for t in range(T)])
+        fwd_b[lo:hi] = _finish_lists(sq, keys, vals, lo, hi - lo, tau_f[lo:hi], pw.x, fwd_i,
+                                     fwd_s)
+        for t in range(T):
+            bl_i.append(l_i[t, :l_n[t]].copy())
+            bl_j.append(l_j[t, :l_n[t]].copy())
+        del f_i, f_j, l_i, l_j
+        t_lists += time.perf_counter() - t1
+        report(float(n_y) * (R + hi))
+    keys = np.concatenate(bl_j)
+    vals = np.concatenate(bl_i)
+    del bl_i, bl_j
+    bwd_i = np.empty((n_y, W), IDX)
+    bwd_s = np.empty((n_y, W))
+    t1 = time.perf_counter()
+    bwd_b = _finish_lists(dataclasses.replace(pw.swapped(), root=False), keys, vals, 0, n_y,
+                          tau_b, pw.y, bwd_i, bwd_s)
+    t_lists += time.perf_counter() - t1
+    if stats is not None:
+        stats.update(sample_cols=S, sample_rows=R, reruns=reruns, seconds_sample=t_sample,
+                     seconds_rest=t_rest, seconds_lists=t_lists,
+                     fwd_logged=int(np.isfinite(fwd_s).sum()), bwd_logged=int(keys.shape[0]))
+    return KNN(fwd_i, fwd_s, bwd_i, bwd_s, fwd_b, bwd_b)

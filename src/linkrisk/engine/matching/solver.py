@@ -93,7 +93,7 @@ from .assignment import (
 )
 from .knn import dense_costs, knn, pair_costs, scan_gated, within_graph
 from .screen32 import applicable as screen_applicable
-from .screen32 import knn_screened
+from .screen32 import knn_thresholds
 
 _log = logging.getLogger(__name__)
 
@@ -129,6 +129,10 @@ SCAN_CAP_MAX = 256
 #: a certificate scan of row i looks for c_ij − v_j below u_i − tol + SCAN_SLACK·|u_i|,
 #: so that it need not be repeated when a warm start raises u_i by less
 SCAN_SLACK = 0.02
+#: screened lists: thresholds set so that about this fraction of the width falls below
+#: them on average (lengths vary with the sample; longer lists are cut to the width, see
+#: :func:`~.screen32.knn_thresholds`); thinner graphs more often lack a perfect matching
+LIST_MEAN = 1.0
 #: screen the full passes in float32 (:mod:`.screen32`) from this many pairs on, when
 #: ``screen="auto"`` and the cost is Euclidean
 SCREEN_MIN_PAIRS = 50_000_000
@@ -420,7 +424,7 @@ def _sparse(pw0: Pairwise, delta: float, k: int, k_list: int, ties: str, rtol: f
     pw, flip = _oriented(pw0)
     n_r, n_c = pw.x.shape[0], pw.y.shape[0]
     info: dict[str, Any] = {"knn_passes": 0, "screened": bool(screened)}
-    K, k = _list_length(n_r, n_c, k, k_list, memory_budget)
+    K, k = _list_length(n_r, n_c, k, k_list, memory_budget, screened)
     graph = _candidate_graph(pw, delta, k, K, screened, stages, info)
     info.update(k=int(min(graph.k, n_c)), k_list=int(min(graph.K, n_c)))
     sa, pruned = (_pruned(graph.g, graph.mm, n_r, n_c) if graph.complete
@@ -446,12 +450,17 @@ def _sparse(pw0: Pairwise, delta: float, k: int, k_list: int, ties: str, rtol: f
     return res
 
 
-def _list_length(n_r: int, n_c: int, k: int, k_list: int, memory_budget: int
-                 ) -> tuple[int, int]:
-    """(K, k): the k-NN list length within the memory budget (16 bytes per entry: forward
-    lists, one backward copy per thread and the merged one), at least MIN_K, and the
-    graph degree, which starts at most at the list length."""
-    per_k = 16 * (n_r + (nb.get_num_threads() + 1) * n_c)
+def _list_length(n_r: int, n_c: int, k: int, k_list: int, memory_budget: int,
+                 screened: bool = False) -> tuple[int, int]:
+    """(K, k): the k-NN list length within the memory budget, at least MIN_K, and the
+    graph degree, which starts at most at the list length. Exact lists: 16 bytes per
+    entry (forward lists, one backward copy per thread and the merged one); screened
+    lists: 12 per entry in both directions and the backward log (LIST_MEAN of the width,
+    8 bytes an entry, twice while it is gathered)."""
+    if screened:
+        per_k = 12 * (n_r + n_c) + int(16 * LIST_MEAN * n_c)
+    else:
+        per_k = 16 * (n_r + (nb.get_num_threads() + 1) * n_c)
     K = int(max(min(MIN_K, k_list), min(k_list, memory_budget // per_k)))
     return K, min(k, K)
 
@@ -483,14 +492,17 @@ def _candidate_graph(pw: Pairwise, delta: float, k: int, K: int, screened: bool,
         if lists is None or k > K:
             K = max(K, k)
             t0 = time.perf_counter()
-            nn = (knn_screened if screened else knn)(pw, min(K, n_c), min(K, n_r),
-                                                     progress=stages.stage(0, 600))
+            cb = stages.stage(0, 600)
+            nn = (knn_thresholds(pw, K, mean=LIST_MEAN * K, progress=cb) if screened
+                  else knn(pw, min(K, n_c), min(K, n_r), progress=cb))
             info["knn_passes"] += 1
             info["seconds_knn"] = info.get("seconds_knn", 0.0) + time.perf_counter() - t0
             _log.info("k-NN lists (k = %d): %.1f s", K, info["seconds_knn"])
             lists = _Lists(nn, pw.root, delta)
             del nn  # the lists hold what they need
         g, complete = lists.graph(k)
+        if k >= lists.K:
+            lists.drop_entries()  # all in the graph now: only the bounds are used again
         if complete:
             full, mm = has_full_matching(g[0], g[1], n_c)
             if not full:
@@ -634,6 +646,13 @@ class _Lists:
         else:
             self.alpha = _bound(self.fi, self.fc, delta)
             self.beta = _bound(self.bi, self.bc, delta)
+
+    def drop_entries(self) -> None:
+        """Free the lists once the graph holds all their entries (then :meth:`below`
+        finds nothing outside it); the bounds α, β stay."""
+        n_r, n_c = self.fi.shape[0], self.bi.shape[0]
+        self.fi, self.fc = np.empty((n_r, 0), self.fi.dtype), np.empty((n_r, 0))
+        self.bi, self.bc = np.empty((n_c, 0), self.bi.dtype), np.empty((n_c, 0))
 
     def below(self, u: np.ndarray, v: np.ndarray, thr: float
               ) -> tuple[np.ndarray, np.ndarray]:
