@@ -1,9 +1,9 @@
 """The k-NN pass of gdbrl: the sorted k-best lists of ``screen32.knn_screened`` (every
 float32 score offered to a row's and a column's sorted list) against the threshold lists
 of ``screen32.knn_thresholds`` (thresholds from a sample, hits appended to a log), with
-faiss's flat k = 1 search of the same data as the yardstick, in the same process,
-alternating. Data as in ``global_matching.py``: n × 13 standard normal, the released file
-the original plus 0.25·σ noise, both in the solver's seeded random order.
+faiss's flat k = 1 search of the same data as the yardstick, in the same process. Data as
+in ``global_matching.py``: ``linkrisk.datasets.synthetic(n, 13, 0)`` released with
+additive noise a = 0.25, both files standardized.
 
 Per case: seconds (best of ``--repeats``), the ratio to faiss k = 1, and for the threshold
 lists the mean list length and the share of lists cut at the width.
@@ -34,9 +34,13 @@ def run(n: int, width: int, repeats: int, old: bool) -> list[str]:
     from linkrisk.engine.matching.screen32 import knn_screened, knn_thresholds
     from linkrisk.engine.nearest import Pairwise
 
-    rng = np.random.default_rng(0)
-    x = rng.standard_normal((n, 13))
-    y = x + 0.25 * rng.standard_normal((n, 13))
+    from linkrisk.datasets import synthetic
+    from linkrisk.engine import standardize
+
+    orig = synthetic(n, 13, 0)
+    sd = orig.std(ddof=1).to_numpy()
+    rel = orig + np.random.default_rng(1).standard_normal(orig.shape) * (0.25 * sd)
+    x, y = standardize(orig.to_numpy()), standardize(rel.to_numpy())
     pw = Pairwise.build(x, y, "sqeuclidean", root=True)
     small = Pairwise.build(x[:2000], y[:2000], "sqeuclidean", root=True)
     knn_screened(small, 4)  # compile outside the timings
