@@ -31,11 +31,10 @@ def _best(fn, repeats: int) -> tuple[float, object]:
 def run(n: int, width: int, repeats: int, old: bool) -> list[str]:
     import faiss
 
-    from linkrisk.engine.matching.screen32 import knn_screened, knn_thresholds
-    from linkrisk.engine.nearest import Pairwise
-
     from linkrisk.datasets import synthetic
     from linkrisk.engine import standardize
+    from linkrisk.engine.matching.screen32 import knn_screened, knn_thresholds
+    from linkrisk.engine.nearest import Pairwise
 
     orig = synthetic(n, 13, 0)
     sd = orig.std(ddof=1).to_numpy()
