@@ -67,7 +67,8 @@ def _scores32x2(a, b, xi, xj, nxi, nxj, nyt, yt, t0, w, kth_i, kth_j, btt):
     the list check.
     Returns, per row, whether some score is below its forward threshold (``kth_i``,
     ``kth_j``) or the column's backward threshold ``btt[q]``. (Flagging each block of SUB
-    columns here instead splits this loop and made the whole pass 2.3× slower.) Two rows at once: each tile
+    columns here instead splits this loop and made the pass slower; see
+    benchmarks/README.md, "Threshold lists".) Two rows at once: each tile
     load of y serves both (an odd last row is passed twice). The loops run over slices:
     indexing ``yt[k, t0 + q]`` directly keeps LLVM from vectorizing; starting from the
     norms and checking in the last pass saves two passes over the scores (figures in
@@ -335,7 +336,7 @@ def _close_sample(fs, fi, c0, nr, tau_f, fi_, fj_, nf):
 def _thr_pass(x, nx, lo, hi, yt, ny, tile, chunk, S, ks, tau_f, tau_b, f_i, f_j, f_n, l_i,
               l_j, l_n):
     """Rows lo..hi of x (pre-scaled by −2) against all of y in float32 (the scores of
-    :func:`_knn32_pass`). Columns < S (a multiple of ``tile``) are the sample: each row
+    :func:`_knn32_pass`). Columns < S are the sample (the tile ending at S is cut there): each row
     keeps its ``ks`` smallest there, whose last is its threshold ``tau_f`` for the other
     columns, where every score below it is logged (f_i, f_j per thread, counts f_n).
     Every score below its column's threshold ``tau_b`` is logged too (l_i, l_j, l_n).
