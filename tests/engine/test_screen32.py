@@ -121,7 +121,7 @@ def test_threshold_lists_have_exact_costs_and_valid_bounds(n, n2, m, width, ties
     x, y = _pair(n, n2, m, n + width, ties)
     pw = Pairwise.build(x, y, "sqeuclidean", root=True)
     stats = {}
-    nn = knn_thresholds(pw, width, mean=width / 2, ks=4, stats=stats)
+    nn = knn_thresholds(pw, width, mean=width / 2, stats=stats)
     _check_threshold_lists(nn, x, y, width)
     # the samples are a part of the files, and lists hold about `mean` entries
     assert stats["sample_cols"] <= n2 and stats["sample_rows"] <= n

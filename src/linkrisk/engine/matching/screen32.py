@@ -267,80 +267,113 @@ def _list_bound(idx: np.ndarray, sc32: np.ndarray, z: np.ndarray, n_other: int
 
 
 # ---------------------------------------------------------------------------------------
-# threshold lists: one float32 pass, thresholds from a sample, hits appended
+# threshold lists: thresholds from a sample, one float32 pass, hits appended
 # ---------------------------------------------------------------------------------------
-#: a list's threshold is the KS-th smallest float32 score of its record against a sample
-#: of the other file (more: list lengths vary less, the sample costs more)
-KS = 8
+#: a record's threshold is an order statistic of its smallest float32 scores against NG
+#: disjoint groups of the other file's sample (group minima cost one vectorized min, where
+#: a sorted k-best list re-scans every tile it enters); the QR-th smallest of NG minima
+#: of groups of G records has on average about n/G·Σ_{q<QR} 1/(NG − q) records below it
+NG = 12
+QR = 6
 #: log capacity per row of a block: LOG_FACTOR × the mean list length + LOG_FLOOR (a block
 #: whose logs overflow is scored again with room for what it counted)
 LOG_FACTOR = 3
 LOG_FLOOR = 64
+#: a record with fewer than this many partners below its threshold (the sample put it
+#: low) gets its list from a full scan of its own: union graphs of the 8 nearest in both
+#: directions have had perfect matchings, thinner ones not always
+MIN_LIST = 8
 
 
 @nb.njit(inline="always")
-def _offer_thr(a, i, t0, w, insample, fsr, fir, kth, tau_b, fi_, fj_, nf, li_, lj_, nl):
-    """Row i's float32 scores against a tile (some below a threshold): in the sample
-    columns into i's short list (insertion), beyond them appended to the forward log when
-    below i's threshold ``kth``; appended to the backward log when below the column's
-    threshold ``tau_b``. Log entries past a log's capacity are counted, not written (the
-    caller re-runs). Returns the two log counts."""
-    ks = fsr.shape[0]
+def _min_bits(a):
+    """The smallest float32 of ``a`` compared as int32 bit patterns: the same order for
+    non-negative floats, and a running integer minimum vectorizes where a float one does
+    not here (a negative score, possible by rounding, gives some negative value)."""
+    m = np.int32(2147483647)
+    for q in range(a.shape[0]):
+        v = a[q]
+        m = v if v < m else m
+    return m
+
+
+@nb.njit(parallel=True, cache=True, fastmath=_FMA)
+def _group_min_pass(x, nx, yt, ny, tile, chunk, G, T, out):
+    """out[i, g] = the smallest float32 score of row i of x (pre-scaled by −2) against
+    columns g·G .. (g+1)·G − 1 of yt (the scores of :func:`_knn32_pass`) as int32 bits
+    (:func:`_min_bits`), rows split among T threads."""
+    n = x.shape[0]
+    ng = out.shape[1]
+    for t in nb.prange(T):
+        r0 = (n * t) // T
+        r1 = (n * (t + 1)) // T
+        acc = np.empty(tile, np.float32)
+        acc2 = np.empty(tile, np.float32)
+        ai = acc.view(np.int32)
+        bi = acc2.view(np.int32)
+        never = np.full(tile, -np.inf, np.float32)  # no column threshold: no hits
+        for c0 in range(r0, r1, chunk):
+            nr = min(chunk, r1 - c0)
+            for g in range(ng):
+                for r in range(nr):
+                    out[c0 + r, g] = 2147483647
+                for t0 in range(g * G, (g + 1) * G, tile):
+                    w = min(tile, (g + 1) * G - t0)
+                    nyt = ny[t0:t0 + w]
+                    for r in range(0, nr, 2):
+                        i = c0 + r
+                        r2 = min(r + 1, nr - 1)  # an odd last row pairs with itself
+                        _scores32x2(acc[:w], acc2[:w], x[i], x[c0 + r2], nx[i], nx[c0 + r2],
+                                    nyt, yt, t0, w, -np.inf, -np.inf, never[:w])
+                        out[i, g] = min(out[i, g], _min_bits(ai[:w]))
+                        out[c0 + r2, g] = min(out[c0 + r2, g], _min_bits(bi[:w]))
+
+
+@nb.njit(inline="always")
+def _offer_thr(a, i, t0, btt, tau_i, fi_, fj_, nf, li_, lj_, nl):
+    """Row i's float32 scores ``a`` against the tile of columns from t0 (some below a
+    threshold): appended to the forward log when below i's threshold ``tau_i``, to the
+    backward log when below the column's threshold ``btt[q]``. Hits are sparse: counted
+    SUB columns at a time (a sum of comparisons over slices vectorizes) and looked for
+    only where there are some. Entries past a log's capacity are counted, not written
+    (the caller re-runs). Returns the two log counts."""
     capf = fi_.shape[0]
     capb = li_.shape[0]
+    w = a.shape[0]
     for q0 in range(0, w, SUB):
         q1 = min(q0 + SUB, w)
-        sub = False
-        for q in range(q0, q1):
-            sub |= (a[q] < kth) | (a[q] < tau_b[t0 + q])
-        if not sub:
-            continue
-        for q in range(q0, q1):
-            s = a[q]
-            j = t0 + q
-            if s < kth:
-                if insample:
-                    insert_sorted(fsr, fir, s, j)
-                    kth = fsr[ks - 1]
-                else:
-                    if nf < capf:
-                        fi_[nf] = i
-                        fj_[nf] = j
-                    nf += 1
-            if s < tau_b[j]:
+        aa = a[q0:q1]
+        bb = btt[q0:q1]
+        c = np.int32(0)
+        for q in range(aa.shape[0]):
+            c += (aa[q] < tau_i) + (aa[q] < bb[q])
+        q = 0
+        while c > 0:
+            s = aa[q]
+            j = t0 + q0 + q
+            if s < tau_i:
+                if nf < capf:
+                    fi_[nf] = i
+                    fj_[nf] = j
+                nf += 1
+                c -= 1
+            if s < bb[q]:
                 if nl < capb:
                     li_[nl] = i
                     lj_[nl] = j
                 nl += 1
+                c -= 1
+            q += 1
     return nf, nl
 
 
-@nb.njit(inline="always")
-def _close_sample(fs, fi, c0, nr, tau_f, fi_, fj_, nf):
-    """End of the sample columns for a chunk of rows: each row's threshold is its list's
-    last (KS-th) score and the list's entries go to the forward log."""
-    ks = fs.shape[1]
-    capf = fi_.shape[0]
-    for r in range(nr):
-        tau_f[c0 + r] = fs[r, ks - 1]
-        for q in range(ks):
-            if fi[r, q] >= 0:
-                if nf < capf:
-                    fi_[nf] = c0 + r
-                    fj_[nf] = fi[r, q]
-                nf += 1
-    return nf
-
-
 @nb.njit(parallel=True, cache=True, fastmath=_FMA)
-def _thr_pass(x, nx, lo, hi, yt, ny, tile, chunk, S, ks, tau_f, tau_b, f_i, f_j, f_n, l_i,
-              l_j, l_n):
+def _thr_pass(x, nx, lo, hi, yt, ny, tile, chunk, tau_f, tau_b, f_i, f_j, f_n, l_i, l_j,
+              l_n):
     """Rows lo..hi of x (pre-scaled by −2) against all of y in float32 (the scores of
-    :func:`_knn32_pass`). Columns < S are the sample (the tile ending at S is cut there): each row
-    keeps its ``ks`` smallest there, whose last is its threshold ``tau_f`` for the other
-    columns, where every score below it is logged (f_i, f_j per thread, counts f_n).
-    Every score below its column's threshold ``tau_b`` is logged too (l_i, l_j, l_n).
-    A thread meets its rows in increasing order."""
+    :func:`_knn32_pass`): every score below its row's threshold ``tau_f`` is logged
+    (f_i, f_j per thread, counts f_n), every score below its column's threshold ``tau_b``
+    too (l_i, l_j, l_n). A thread meets its rows in increasing order."""
     n_y = yt.shape[1]
     T = f_n.shape[0]
     n = hi - lo
@@ -349,25 +382,14 @@ def _thr_pass(x, nx, lo, hi, yt, ny, tile, chunk, S, ks, tau_f, tau_b, f_i, f_j,
         r1 = lo + (n * (t + 1)) // T
         acc = np.empty(tile, np.float32)
         acc2 = np.empty(tile, np.float32)
-        fi = np.empty((chunk, ks), np.int32)
-        fs = np.empty((chunk, ks), np.float32)
         fi_, fj_ = f_i[t], f_j[t]
         li_, lj_ = l_i[t], l_j[t]
         nf = 0
         nl = 0
         for c0 in range(r0, r1, chunk):
             nr = min(chunk, r1 - c0)
-            for r in range(nr):
-                for q in range(ks):
-                    fi[r, q] = -1
-                    fs[r, q] = np.inf
-            t0 = 0
-            while t0 < n_y:
-                if t0 == S:
-                    nf = _close_sample(fs, fi, c0, nr, tau_f, fi_, fj_, nf)
-                insample = t0 < S
-                # tiles end at S, where the sample ends
-                w = min(tile, (S if insample else n_y) - t0)
+            for t0 in range(0, n_y, tile):
+                w = min(tile, n_y - t0)
                 nyt = ny[t0:t0 + w]
                 btt = tau_b[t0:t0 + w]
                 a = acc[:w]
@@ -375,19 +397,14 @@ def _thr_pass(x, nx, lo, hi, yt, ny, tile, chunk, S, ks, tau_f, tau_b, f_i, f_j,
                 for r in range(0, nr, 2):
                     i = c0 + r
                     r2 = min(r + 1, nr - 1)  # an odd last row pairs with itself
-                    ki = fs[r, ks - 1] if insample else tau_f[i]
-                    kj = fs[r2, ks - 1] if insample else tau_f[c0 + r2]
+                    ki = tau_f[i]
+                    kj = tau_f[c0 + r2]
                     hi_, hj = _scores32x2(a, b, x[i], x[c0 + r2], nx[i], nx[c0 + r2], nyt, yt,
                                           t0, w, ki, kj, btt)
                     if hi_:
-                        nf, nl = _offer_thr(a, i, t0, w, insample, fs[r], fi[r], ki, tau_b,
-                                            fi_, fj_, nf, li_, lj_, nl)
+                        nf, nl = _offer_thr(a, i, t0, btt, ki, fi_, fj_, nf, li_, lj_, nl)
                     if hj and r2 > r:
-                        nf, nl = _offer_thr(b, i + 1, t0, w, insample, fs[r2], fi[r2], kj,
-                                            tau_b, fi_, fj_, nf, li_, lj_, nl)
-                t0 += w
-            if S >= n_y:
-                nf = _close_sample(fs, fi, c0, nr, tau_f, fi_, fj_, nf)
+                        nf, nl = _offer_thr(b, i + 1, t0, btt, kj, fi_, fj_, nf, li_, lj_, nl)
         f_n[t] = nf
         l_n[t] = nl
 
@@ -438,7 +455,8 @@ def _finish_lists(pw: Pairwise, keys: np.ndarray, vals: np.ndarray, lo: int, n: 
     """Logged pairs (key record in lo..lo+n, partner) as exact lists: grouped by key,
     re-scored exactly with ``pw`` (key records are its rows), sorted by (score, index) and
     cut to the lists' width. Returns each list's bound: L(τ) for the pairs never logged
-    (float32 score ≥ τ), or the first exact score cut off when lower."""
+    (float32 score ≥ τ), or the first exact score cut off when lower, and the number of
+    pairs logged per key record."""
     ptr, part = _group(keys, vals, lo, n)
     sc = np.empty(part.shape[0])
     for a in range(0, part.shape[0], SORT_BLOCK):
@@ -450,74 +468,110 @@ def _finish_lists(pw: Pairwise, keys: np.ndarray, vals: np.ndarray, lo: int, n: 
     with np.errstate(invalid="ignore"):
         lb = np.maximum(lower_bound(tau.astype(np.float64), z[lo:lo + n]), 0.0)
     lb[~np.isfinite(tau)] = np.inf
-    return np.minimum(lb, nxt)
+    return np.minimum(lb, nxt), np.diff(ptr)
 
 
-def _sample_thresholds(z32: np.ndarray, nz: np.ndarray, sample32: np.ndarray,
-                       ns: np.ndarray, ks: int, T: int, progress: Progress | None = None
-                       ) -> np.ndarray:
-    """Per row of ``z32``: its ``ks``-th smallest float32 score against the rows of
-    ``sample32`` (+inf with fewer), from :func:`_knn32_pass` without backward lists."""
-    n = z32.shape[0]
-    ks = int(min(ks, sample32.shape[0]))
-    if ks == 0:
-        return np.full(n, np.inf, _F32)
-    st = np.ascontiguousarray(sample32.T)
-    zm2 = -2.0 * z32
-    f_idx = np.empty((n, ks), IDX)
-    f_sc = np.empty((n, ks), _F32)
+def _refill_short(pw: Pairwise, z32: np.ndarray, other32: np.ndarray, short: np.ndarray,
+                  out_i: np.ndarray, out_s: np.ndarray, out_b: np.ndarray, T: int) -> None:
+    """The lists of records ``short`` (rows of ``z32``, lists over ``other32``), whose
+    thresholds logged too few partners, replaced by their ``width`` smallest float32
+    scores over the whole other file (:func:`_knn32_pass`, forward only), re-scored and
+    sorted as :func:`knn_screened`'s; bound L(the last float32 score)."""
+    W = out_i.shape[1]
+    k = int(min(W, other32.shape[0]))
+    zs = np.ascontiguousarray(z32[short])
+    ot = np.ascontiguousarray(other32.T)
+    f_idx = np.empty((short.shape[0], k), IDX)
+    f_sc = np.empty((short.shape[0], k), _F32)
     none_i = np.empty((T, 0, 0), IDX)
     none_s = np.empty((T, 0, 0), _F32)
-    thr = np.full((T, sample32.shape[0]), -np.inf, _F32)
+    thr = np.full((T, other32.shape[0]), -np.inf, _F32)
+    _knn32_pass(-2.0 * zs, _norms32(zs), 0, zs.shape[0], ot, _norms32(other32), TILE, CHUNK,
+                f_idx, f_sc, none_i, none_s, thr)
+    sub = dataclasses.replace(pw, x=pw.x[short], root=False)
+    fi, fs = _exact_sorted(sub, f_idx, False)
+    out_i[short] = -1
+    out_s[short] = np.inf
+    out_i[short, :k] = fi
+    out_s[short, :k] = fs
+    out_b[short] = _list_bound(f_idx, f_sc, pw.x[short], other32.shape[0])
+
+
+def _group_size(n_other: int, mean: float) -> tuple[int, int, int]:
+    """(G, ng, qr): groups of G records of the other file, ng of them, and the order
+    statistic qr of their minima that has about ``mean`` records of the other file below
+    it (the fraction below the minimum of G random records is Beta(1, G), mean 1/(G+1));
+    (0, 0, 0) when that would take most of the file (then every pair is logged)."""
+    c = sum(1.0 / (NG - q) for q in range(QR))
+    G = int(round(n_other * c / max(mean, 1.0) - 1.0))
+    if G < 2 or NG * G > n_other // 2:
+        return 0, 0, 0
+    return G, NG, QR
+
+
+def _sample_thresholds(z32: np.ndarray, nz: np.ndarray, other32: np.ndarray,
+                       no: np.ndarray, mean: float, T: int, progress: Progress | None = None
+                       ) -> np.ndarray:
+    """Per row of ``z32``: a float32 score with about ``mean`` rows of ``other32`` below
+    it, the ``qr``-th smallest of its minima over ``ng`` groups of ``G`` rows of
+    ``other32`` (:func:`_group_size`; the first rows: the solver has permuted both files
+    at random); +inf when the groups would cover most of the file."""
+    n = z32.shape[0]
+    G, ng, qr = _group_size(other32.shape[0], mean)
+    if ng == 0:
+        return np.full(n, np.inf, _F32)
+    st = np.ascontiguousarray(other32[:G * ng].T)
+    zm2 = -2.0 * z32
+    mins = np.empty((n, ng), np.int32)  # float32 bits (see _min_bits)
     step = row_blocks(n, 8)
     for lo in range(0, n, step):
         hi = min(lo + step, n)
-        _knn32_pass(zm2, nz, lo, hi, st, ns, TILE, CHUNK, f_idx, f_sc, none_i, none_s, thr)
+        _group_min_pass(zm2[lo:hi], nz[lo:hi], st, no[:G * ng], TILE, CHUNK, G, T,
+                        mins[lo:hi])
         if progress is not None:
             progress(hi, n)
-    return np.ascontiguousarray(f_sc[:, ks - 1])
+    return np.ascontiguousarray(np.partition(mins, qr - 1, axis=1)[:, qr - 1]).view(_F32)
 
 
-def knn_thresholds(pw: Pairwise, width: int, *, mean: float | None = None, ks: int = KS,
+def knn_thresholds(pw: Pairwise, width: int, *, mean: float | None = None,
                    progress: Progress | None = None, threads: int | None = None,
                    stats: dict | None = None) -> KNN:
     """Screened lists in both directions from one float32 pass, without keeping sorted
     k-best lists over the whole file (whose random-access inserts dominate
-    :func:`knn_screened`): each record's threshold τ is the ``ks``-th smallest float32
-    score against a random sample of the other file (the first columns, or rows: the
-    solver permutes both files), sized so that about ``mean`` (default ``width``) pairs
-    per record fall below it; every pair below its row's or its column's threshold is
-    logged. Logged pairs are re-scored exactly, sorted by (exact score, index) and cut
-    to ``width``. Bounds: a pair never logged has float32 score ≥ τ, so exact score
-    ≥ L(τ) (:func:`~..nearest.screen.lower_bound`); a pair cut off is ≥ the first exact
-    score cut. List lengths vary with the sample (a list shorter than ``width`` is padded
-    with −1 / +inf and still has a finite bound)."""
+    :func:`knn_screened`): each record gets a threshold τ with about ``mean`` (default
+    ``width``) records of the other file below it, estimated from the minima over
+    disjoint groups of a sample (:func:`_sample_thresholds`); the full pass logs every
+    pair below its row's or its column's threshold. Logged pairs are re-scored exactly,
+    sorted by (exact score, index) and cut to ``width``. Bounds: a pair never logged has
+    float32 score ≥ τ, so exact score ≥ L(τ) (:func:`~..nearest.screen.lower_bound`); a
+    pair cut off is ≥ the first exact score cut. List lengths vary with the sample (a
+    list shorter than ``width`` is padded with −1 / +inf and still has a finite
+    bound)."""
     n_x, n_y = pw.x.shape[0], pw.y.shape[0]
     W = int(max(1, width))
-    L = float(mean if mean is not None else max(W, ks))
+    L = float(mean if mean is not None else W)
     T = int(threads or nb.get_num_threads())
     x32 = np.ascontiguousarray(pw.x, dtype=_F32)
     y32 = np.ascontiguousarray(pw.y, dtype=_F32)
     yt32 = np.ascontiguousarray(y32.T)
     nx, ny = _norms32(x32), _norms32(y32)
     xm2 = -2.0 * x32
-    # the sample columns (the rows' thresholds come with the pass)
-    S = int(min(n_y, np.ceil(n_y * ks / L)))
-    # the columns' thresholds: each column's ks smallest against the sample rows (the
-    # first R), by a forward-only pass of the swapped problem
-    R = int(min(n_x, int(np.ceil(n_x * ks / L))))
-    # progress in pairs scored: the sample pass (n_y × R), then the full pass
-    total = float(n_y) * (R + n_x)
+    # the samples: groups of the first columns (for the rows' thresholds) and of the first
+    # rows (for the columns'); progress in pairs scored, the two samples then the pass
+    Gc, ngc, _ = _group_size(n_y, L)
+    Gr, ngr, _ = _group_size(n_x, L)
+    S, R = Gc * ngc, Gr * ngr
+    total = float(n_x) * S + float(n_y) * R + float(n_x) * n_y
 
     def report(done: float) -> None:
         if progress is not None:
             progress(int(1000 * done / total), 1000)
 
     t0 = time.perf_counter()
-    tau_b = _sample_thresholds(y32, ny, x32[:R], nx[:R], ks, T,
-                               lambda d, n: report(float(d) * R))
+    tau_f = _sample_thresholds(x32, nx, y32, ny, L, T, lambda d, n: report(float(d) * S))
+    tau_b = _sample_thresholds(y32, ny, x32, nx, L, T,
+                               lambda d, n: report(float(n_x) * S + float(d) * R))
     t_sample = time.perf_counter() - t0
-    tau_f = np.full(n_x, np.inf, _F32)
     fwd_i = np.empty((n_x, W), IDX)
     fwd_s = np.empty((n_x, W))
     fwd_b = np.empty(n_x)
@@ -530,6 +584,10 @@ def knn_thresholds(pw: Pairwise, width: int, *, mean: float | None = None, ks: i
     l_n = np.zeros(T, np.int64)
     reruns = 0
     t_rest = t_lists = 0.0
+    # lists shorter than this are refilled (union graphs of short lists can lack a perfect
+    # matching)
+    k_min = int(min(W, MIN_LIST))
+    short_f: list[np.ndarray] = []
     for lo, hi in zip(edges[:-1], edges[1:], strict=True):
         t0 = time.perf_counter()
         cap = per_row * (-(-(hi - lo) // T))
@@ -538,8 +596,8 @@ def knn_thresholds(pw: Pairwise, width: int, *, mean: float | None = None, ks: i
             f_j = np.empty((T, cap), IDX)
             l_i = np.empty((T, cap), IDX)
             l_j = np.empty((T, cap), IDX)
-            _thr_pass(xm2, nx, lo, hi, yt32, ny, TILE, CHUNK, S, ks, tau_f, tau_b, f_i, f_j,
-                      f_n, l_i, l_j, l_n)
+            _thr_pass(xm2, nx, lo, hi, yt32, ny, TILE, CHUNK, tau_f, tau_b, f_i, f_j, f_n,
+                      l_i, l_j, l_n)
             if max(f_n.max(), l_n.max()) <= cap:
                 break
             reruns += 1
@@ -548,25 +606,37 @@ def knn_thresholds(pw: Pairwise, width: int, *, mean: float | None = None, ks: i
         t_rest += t1 - t0
         keys = np.concatenate([f_i[t, :f_n[t]] for t in range(T)])
         vals = np.concatenate([f_j[t, :f_n[t]] for t in range(T)])
-        fwd_b[lo:hi] = _finish_lists(sq, keys, vals, lo, hi - lo, tau_f[lo:hi], pw.x, fwd_i,
-                                     fwd_s)
+        fwd_b[lo:hi], cnt = _finish_lists(sq, keys, vals, lo, hi - lo, tau_f[lo:hi], pw.x,
+                                          fwd_i, fwd_s)
+        short_f.append(lo + np.flatnonzero(cnt < k_min))
         for t in range(T):
             bl_i.append(l_i[t, :l_n[t]].copy())
             bl_j.append(l_j[t, :l_n[t]].copy())
         del f_i, f_j, l_i, l_j
         t_lists += time.perf_counter() - t1
-        report(float(n_y) * (R + hi))
+        report(float(n_x) * S + float(n_y) * R + float(n_y) * hi)
     keys = np.concatenate(bl_j)
     vals = np.concatenate(bl_i)
     del bl_i, bl_j
     bwd_i = np.empty((n_y, W), IDX)
     bwd_s = np.empty((n_y, W))
     t1 = time.perf_counter()
-    bwd_b = _finish_lists(dataclasses.replace(pw.swapped(), root=False), keys, vals, 0, n_y,
-                          tau_b, pw.y, bwd_i, bwd_s)
+    pw_t = pw.swapped()
+    bwd_b, cnt = _finish_lists(dataclasses.replace(pw_t, root=False), keys, vals, 0, n_y,
+                               tau_b, pw.y, bwd_i, bwd_s)
     t_lists += time.perf_counter() - t1
+    # lists whose sample threshold came out low: the smallest scores over the whole file
+    t1 = time.perf_counter()
+    short_f = np.concatenate(short_f)
+    short_b = np.flatnonzero(cnt < k_min)
+    if short_f.size:
+        _refill_short(pw, x32, y32, short_f, fwd_i, fwd_s, fwd_b, T)
+    if short_b.size:
+        _refill_short(pw_t, y32, x32, short_b, bwd_i, bwd_s, bwd_b, T)
+    t_short = time.perf_counter() - t1
     if stats is not None:
         stats.update(sample_cols=S, sample_rows=R, reruns=reruns, seconds_sample=t_sample,
-                     seconds_rest=t_rest, seconds_lists=t_lists,
+                     seconds_rest=t_rest, seconds_lists=t_lists, seconds_short=t_short,
+                     short_rows=int(short_f.size), short_cols=int(short_b.size),
                      fwd_logged=int(np.isfinite(fwd_s).sum()), bwd_logged=int(keys.shape[0]))
     return KNN(fwd_i, fwd_s, bwd_i, bwd_s, fwd_b, bwd_b)
