@@ -273,8 +273,8 @@ def _list_bound(idx: np.ndarray, sc32: np.ndarray, z: np.ndarray, n_other: int
 #: disjoint groups of the other file's sample (group minima cost one vectorized min, where
 #: a sorted k-best list re-scans every tile it enters); the QR-th smallest of NG minima
 #: of groups of G records has on average about n/G·Σ_{q<QR} 1/(NG − q) records below it
-NG = 12
-QR = 6
+NG = 8
+QR = 4
 #: log capacity per row of a block: LOG_FACTOR × the mean list length + LOG_FLOOR (a block
 #: whose logs overflow is scored again with room for what it counted)
 LOG_FACTOR = 3
@@ -451,20 +451,26 @@ def _truncate(ptr, idx, sc, out_i, out_s, nxt):
 
 def _finish_lists(pw: Pairwise, keys: np.ndarray, vals: np.ndarray, lo: int, n: int,
                   tau: np.ndarray, z: np.ndarray, out_i: np.ndarray, out_s: np.ndarray
-                  ) -> np.ndarray:
+                  ) -> tuple[np.ndarray, np.ndarray]:
     """Logged pairs (key record in lo..lo+n, partner) as exact lists: grouped by key,
     re-scored exactly with ``pw`` (key records are its rows), sorted by (score, index) and
     cut to the lists' width. Returns each list's bound: L(τ) for the pairs never logged
     (float32 score ≥ τ), or the first exact score cut off when lower, and the number of
     pairs logged per key record."""
     ptr, part = _group(keys, vals, lo, n)
-    sc = np.empty(part.shape[0])
-    for a in range(0, part.shape[0], SORT_BLOCK):
-        b = min(a + SORT_BLOCK, part.shape[0])
-        rows = lo + np.searchsorted(ptr, np.arange(a, b), side="right") - 1
-        sc[a:b] = pair_costs(pw, rows, part[a:b])
     nxt = np.empty(n)
-    _truncate(ptr, part, sc, out_i[lo:lo + n], out_s[lo:lo + n], nxt)
+    # key records in runs of about SORT_BLOCK entries: scored, sorted and cut run by run
+    # (the exact scores of all logged pairs at once would be 8 bytes an entry)
+    r0 = 0
+    while r0 < n:
+        r1 = int(np.searchsorted(ptr, ptr[r0] + SORT_BLOCK, side="right")) - 1
+        r1 = min(max(r1, r0 + 1), n)
+        a, b = ptr[r0], ptr[r1]
+        rows = lo + r0 + np.repeat(np.arange(r1 - r0), np.diff(ptr[r0:r1 + 1]))
+        sc = pair_costs(pw, rows, part[a:b])
+        _truncate(ptr[r0:r1 + 1] - a, part[a:b], sc, out_i[lo + r0:lo + r1],
+                  out_s[lo + r0:lo + r1], nxt[r0:r1])
+        r0 = r1
     with np.errstate(invalid="ignore"):
         lb = np.maximum(lower_bound(tau.astype(np.float64), z[lo:lo + n]), 0.0)
     lb[~np.isfinite(tau)] = np.inf
@@ -576,8 +582,9 @@ def knn_thresholds(pw: Pairwise, width: int, *, mean: float | None = None,
     fwd_s = np.empty((n_x, W))
     fwd_b = np.empty(n_x)
     sq = dataclasses.replace(pw, root=False)
-    bl_i: list[np.ndarray] = []
-    bl_j: list[np.ndarray] = []
+    # the backward log of the whole pass, in one buffer (8 bytes an entry; grown when full)
+    bl = np.empty((2, int(n_y * L * 1.1) + 1024), IDX)
+    nbl = 0
     edges = list(range(0, n_x, row_blocks(n_x))) + [n_x]
     per_row = int(LOG_FACTOR * L + LOG_FLOOR)
     f_n = np.zeros(T, np.int64)
@@ -609,21 +616,24 @@ def knn_thresholds(pw: Pairwise, width: int, *, mean: float | None = None,
         fwd_b[lo:hi], cnt = _finish_lists(sq, keys, vals, lo, hi - lo, tau_f[lo:hi], pw.x,
                                           fwd_i, fwd_s)
         short_f.append(lo + np.flatnonzero(cnt < k_min))
+        add = int(l_n.sum())
+        if nbl + add > bl.shape[1]:
+            bl = np.concatenate([bl[:, :nbl], np.empty((2, max(add, nbl // 2)), IDX)], 1)
         for t in range(T):
-            bl_i.append(l_i[t, :l_n[t]].copy())
-            bl_j.append(l_j[t, :l_n[t]].copy())
+            bl[0, nbl:nbl + l_n[t]] = l_j[t, :l_n[t]]
+            bl[1, nbl:nbl + l_n[t]] = l_i[t, :l_n[t]]
+            nbl += int(l_n[t])
         del f_i, f_j, l_i, l_j
         t_lists += time.perf_counter() - t1
         report(float(n_x) * S + float(n_y) * R + float(n_y) * hi)
-    keys = np.concatenate(bl_j)
-    vals = np.concatenate(bl_i)
-    del bl_i, bl_j
+    keys, vals = bl[0, :nbl], bl[1, :nbl]
     bwd_i = np.empty((n_y, W), IDX)
     bwd_s = np.empty((n_y, W))
     t1 = time.perf_counter()
     pw_t = pw.swapped()
     bwd_b, cnt = _finish_lists(dataclasses.replace(pw_t, root=False), keys, vals, 0, n_y,
                                tau_b, pw.y, bwd_i, bwd_s)
+    del keys, vals, bl
     t_lists += time.perf_counter() - t1
     # lists whose sample threshold came out low: the smallest scores over the whole file
     t1 = time.perf_counter()
@@ -638,5 +648,5 @@ def knn_thresholds(pw: Pairwise, width: int, *, mean: float | None = None,
         stats.update(sample_cols=S, sample_rows=R, reruns=reruns, seconds_sample=t_sample,
                      seconds_rest=t_rest, seconds_lists=t_lists, seconds_short=t_short,
                      short_rows=int(short_f.size), short_cols=int(short_b.size),
-                     fwd_logged=int(np.isfinite(fwd_s).sum()), bwd_logged=int(keys.shape[0]))
+                     fwd_logged=int(np.isfinite(fwd_s).sum()), bwd_logged=nbl)
     return KNN(fwd_i, fwd_s, bwd_i, bwd_s, fwd_b, bwd_b)

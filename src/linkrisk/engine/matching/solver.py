@@ -129,10 +129,12 @@ SCAN_CAP_MAX = 256
 #: a certificate scan of row i looks for c_ij − v_j below u_i − tol + SCAN_SLACK·|u_i|,
 #: so that it need not be repeated when a warm start raises u_i by less
 SCAN_SLACK = 0.02
-#: screened lists: thresholds set so that about this fraction of the width falls below
+#: screened lists: thresholds set so that about this multiple of the width falls below
 #: them on average (lengths vary with the sample; longer lists are cut to the width, see
-#: :func:`~.screen32.knn_thresholds`); thinner graphs more often lack a perfect matching
-LIST_MEAN = 1.0
+#: :func:`~.screen32.knn_thresholds`): most lists are then full (thinner graphs more often
+#: lack a perfect matching) and the samples that set the thresholds are smaller, for a
+#: few more hits in the pass (figures in benchmarks/README.md, "Threshold lists")
+LIST_MEAN = 2.0
 #: screen the full passes in float32 (:mod:`.screen32`) from this many pairs on, when
 #: ``screen="auto"`` and the cost is Euclidean
 SCREEN_MIN_PAIRS = 50_000_000
@@ -456,9 +458,9 @@ def _list_length(n_r: int, n_c: int, k: int, k_list: int, memory_budget: int,
     graph degree, which starts at most at the list length. Exact lists: 16 bytes per
     entry (forward lists, one backward copy per thread and the merged one); screened
     lists: 12 per entry in both directions and the backward log (LIST_MEAN of the width,
-    8 bytes an entry, twice while it is gathered)."""
+    8 bytes an entry, and 4 more while it is grouped)."""
     if screened:
-        per_k = 12 * (n_r + n_c) + int(16 * LIST_MEAN * n_c)
+        per_k = 12 * (n_r + n_c) + int(12 * LIST_MEAN * n_c)
     else:
         per_k = 16 * (n_r + (nb.get_num_threads() + 1) * n_c)
     K = int(max(min(MIN_K, k_list), min(k_list, memory_budget // per_k)))
