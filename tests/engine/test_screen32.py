@@ -147,3 +147,70 @@ def test_threshold_lists_overflowing_logs_are_scored_again(monkeypatch):
     for f in ("fwd_idx", "fwd_score", "bwd_idx", "bwd_score", "fwd_bound", "bwd_bound"):
         np.testing.assert_array_equal(getattr(one, f), getattr(again, f))
     _check_threshold_lists(again, x, y, 20)
+
+
+def test_group_minima_thresholds_have_about_mean_records_below():
+    """The sample thresholds: the smallest float32 score over each group (as int32 bits,
+    exact for non-negative scores) and their order statistic, which has about ``mean``
+    records of the other file below it on average (Beta(1, G) fractions per group)."""
+    from linkrisk.engine.matching import screen32
+
+    x, y = _pair(3000, 6000, 4, 11)
+    x32, y32 = x.astype(np.float32), y.astype(np.float32)
+    nx, ny = screen32._norms32(x32), screen32._norms32(y32)
+    G, ng, qr = screen32._group_size(6000, 40.0)
+    assert ng == screen32.NG and qr == screen32.QR and G > 1
+    tau = screen32._sample_thresholds(x32, nx, y32, ny, 40.0, 2)
+    # the group minima themselves, by brute force over the float32 scores
+    s32 = cdist(x32, y32[:G * ng], "sqeuclidean")
+    mins = s32.reshape(3000, ng, G).min(axis=2)
+    want = np.sort(mins, axis=1)[:, qr - 1]
+    np.testing.assert_allclose(tau, want, rtol=1e-4, atol=1e-3)
+    below = (cdist(x, y, "sqeuclidean") < tau[:, None]).sum(1)
+    assert 25 < below.mean() < 60
+    # too large a mean for the file: no sample, every pair is logged
+    assert screen32._group_size(6000, 2000.0) == (0, 0, 0)
+
+
+def test_min_bits_is_the_minimum_of_non_negative_floats():
+    from linkrisk.engine.matching.screen32 import _min_bits
+
+    import numba as nb
+
+    @nb.njit
+    def run(a):
+        return _min_bits(a.view(np.int32))
+
+    a = np.random.default_rng(3).uniform(0, 50, 1000).astype(np.float32)
+    a[17] = 0.0
+    assert np.int32(run(a)).view(np.float32) == 0.0
+    a[17] = 3.0
+    assert np.int32(run(a)).view(np.float32) == a.min()
+    a[400] = -1e-6  # a rounding below zero: some negative value, below every other
+    assert np.int32(run(a)).view(np.float32) < 0
+
+
+def test_short_lists_are_the_k_smallest_float32_scores(monkeypatch):
+    """Lists whose threshold logged fewer than MIN_LIST partners are refilled by a scan of
+    their own: then they are the width smallest float32 scores, as knn_screened's."""
+    from linkrisk.engine.matching import screen32
+
+    x, y = _pair(1500, 1400, 6, 21)
+    pw = Pairwise.build(x, y, "sqeuclidean", root=True)
+    # thresholds far too low: a few records log nothing, the rest a few partners
+    low = screen32._sample_thresholds
+
+    def too_low(*a, **kw):
+        t = low(*a, **kw)
+        return np.where(np.arange(t.shape[0]) % 7 == 0, np.float32(0), t / 4)
+
+    monkeypatch.setattr(screen32, "_sample_thresholds", too_low)
+    stats = {}
+    nn = screen32.knn_thresholds(pw, 12, mean=12, stats=stats)
+    assert stats["short_rows"] > 200 and stats["short_cols"] > 200
+    _check_threshold_lists(nn, x, y, 12)
+    ref = knn_screened(pw, 12)
+    lens = (nn.fwd_idx >= 0).sum(1)
+    short = lens == 12
+    np.testing.assert_array_equal(nn.fwd_idx[short], ref.fwd_idx[short])
+    np.testing.assert_array_equal(nn.fwd_score[short], ref.fwd_score[short])

@@ -18,6 +18,12 @@ inputs costs ≤ 2·2⁻²⁴ relative per product and 2⁻²⁴·m per norm, an
 terms ≤ γ_{m+2}·Σ|terms| ≤ (m+2)·2⁻²³(‖a‖² + ‖b‖²), since 2Σ|a_k b_k| ≤ ‖a‖² + ‖b‖²;
 in all ≈ (1.5m + 4)·2⁻²³(‖a‖² + ‖b‖²) < c(‖a‖² + ‖b‖²).
 
+The solver uses :func:`knn_thresholds`, the same scores without sorted lists: each record
+gets a threshold from the minima of its scores over groups of a sample of the other file,
+one pass logs every pair below its row's or its column's threshold, and the logs become
+the lists (re-scored exactly, sorted, cut to the width); the same bound applies to the
+pairs never logged.
+
 Nothing of size n_a × n_b is stored. Only the ``sqeuclidean`` metric with ``root`` (the
 Euclidean cost of gdbrl) is screened; other metrics use the exact kernels of :mod:`.knn`.
 """
