@@ -99,6 +99,44 @@ def test_certificate_repairs_a_too_thin_graph(n, screen):
     assert r.total_cost == pytest.approx(_dense_opt(cdist(a, b)), rel=1e-9)
 
 
+def test_spine_is_a_perfect_matching_with_exact_costs():
+    from linkrisk.engine.matching.solver import _spine
+    from linkrisk.engine.nearest import Pairwise
+
+    rng = np.random.default_rng(8)
+    a = rng.standard_normal((700, 3)) * [3.0, 1.0, 0.2]
+    b = rng.standard_normal((900, 3))  # rectangular: every row gets a distinct column
+    pw = Pairwise.build(a, b, "sqeuclidean", root=True)
+    ip, ix, w = _spine(pw, np.inf)
+    assert (np.diff(ip) == 1).all() and np.unique(ix).size == 700
+    np.testing.assert_allclose(w, cdist(a, b)[np.arange(700), ix], rtol=1e-12)
+    # along the first principal direction (here the first axis) the pairing is monotone
+    order = np.argsort(a[:, 0])
+    assert np.corrcoef(a[order, 0], b[ix[order], 0])[0, 1] > 0.9
+    ip, ix, w = _spine(pw, 1.0)  # edges beyond Δ are left out
+    assert (w <= 1.0).all() and ix.size < 700
+
+
+@pytest.mark.parametrize("spine", [True, False])
+def test_a_graph_without_perfect_matching_is_solved_in_one_pass_with_the_spine(monkeypatch,
+                                                                               spine):
+    # the attacker's records crowd the centre, the release's spread out: the union of the
+    # 2-NN lists leaves the centre's surplus without partners (no perfect matching)
+    from linkrisk.engine.matching import solver
+
+    monkeypatch.setattr(solver, "SPINE", spine)
+    rng = np.random.default_rng(9)
+    a = 0.3 * rng.standard_normal((1200, 2))
+    b = rng.standard_normal((1200, 2))
+    r = min_cost_matching(a, b, root=True, solver="sparse", k=2, k_list=2, screen=False)
+    assert r.certified
+    assert r.total_cost == pytest.approx(_dense_opt(cdist(a, b)), rel=1e-9)
+    if spine:
+        assert r.info["knn_passes"] == 1
+    else:  # the case needs the spine: without it the lists are computed again, wider
+        assert r.info["knn_passes"] > 1
+
+
 @pytest.mark.parametrize("rise_eps,risen_max", [(0.0, 1.0), (1e9, 1.0), (0.01, 0.05)])
 def test_bounds_carried_over_fresh_starts(monkeypatch, rise_eps, risen_max):
     # every repair round restarts the solver; the row bounds survive the new duals through

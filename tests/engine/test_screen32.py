@@ -173,9 +173,9 @@ def test_group_minima_thresholds_have_about_mean_records_below():
 
 
 def test_min_bits_is_the_minimum_of_non_negative_floats():
-    from linkrisk.engine.matching.screen32 import _min_bits
-
     import numba as nb
+
+    from linkrisk.engine.matching.screen32 import _min_bits
 
     @nb.njit
     def run(a):

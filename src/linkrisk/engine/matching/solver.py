@@ -19,7 +19,10 @@ Four solvers, all exact:
 ``sparse`` for the unrestricted (or Δ-restricted) problem at large n, never storing n×n':
            1. exact k-NN lists in both directions, ``k_list`` long (:func:`~.knn.knn`,
               one fused pass); the candidate graph G is the union of their first ``k``
-              entries (forward-only lists often admit no perfect matching);
+              entries (forward-only lists often admit no perfect matching) and of a
+              perfect matching that pairs both files by rank along A's first principal
+              direction (:func:`_spine`: at large n, where one file is denser than the
+              other, the lists alone can lack a perfect matching);
            2. sparse Jonker–Volgenant on G (started from ε-scaling auction prices) gives
               σ and duals (u, v) with c̄_ij = c_ij − u_i − v_j ≥ 0 on G and c̄ = 0 on σ;
               the duals are then flattened (the optimal duals of smallest spread, one
@@ -38,7 +41,7 @@ Four solvers, all exact:
            4. violating edges (each violating row's 8 best, more when few rows are
               scanned) are added to G, the rows' u lowered (a warm start: only they are
               re-augmented) and the check repeated until no violation. G without a
-              perfect matching → k doubles.
+              perfect matching (Δ can exclude the spine's edges) → k doubles.
            A scanned row remembers a lower bound on its c_ij − v_j outside G; warm starts
            only lower v, so it is rescanned only when its u_i grows past that bound. A
            round that frees more rows settles them from the duals before the last
@@ -135,6 +138,9 @@ SCAN_SLACK = 0.02
 #: lack a perfect matching) and the samples that set the thresholds are smaller, for a
 #: few more hits in the pass (figures in benchmarks/README.md, "Threshold lists")
 LIST_MEAN = 2.0
+#: add a rank pairing along the first principal direction to the candidate graph
+#: (:func:`_spine`), so that it always has a perfect matching
+SPINE = True
 #: screen the full passes in float32 (:mod:`.screen32`) from this many pairs on, when
 #: ``screen="auto"`` and the cost is Euclidean
 SCREEN_MIN_PAIRS = 50_000_000
@@ -505,6 +511,8 @@ def _candidate_graph(pw: Pairwise, delta: float, k: int, K: int, screened: bool,
         g, complete = lists.graph(k)
         if k >= lists.K:
             lists.drop_entries()  # all in the graph now: only the bounds are used again
+        if not complete and SPINE:
+            g = merge_csr(*g, *_spine(pw, delta))
         if complete:
             full, mm = has_full_matching(g[0], g[1], n_c)
             if not full:
@@ -520,6 +528,27 @@ def _candidate_graph(pw: Pairwise, delta: float, k: int, K: int, screened: bool,
             break
         k *= 2  # the union graph is too thin for a perfect matching: widen it
     return _Graph(lists, g, complete, mm, sa, k, K, t_solve)
+
+
+def _spine(pw: Pairwise, delta: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A perfect matching to add to the candidate graph (CSR): both files ranked along the
+    first principal direction of A and paired by rank (rows with the columns at the same
+    quantile), the one-dimensional optimal transport along that direction. k-NN lists at
+    large n can leave regions where one file is denser without a perfect matching (the
+    optimum moves mass farther than the lists reach); with these edges the graph always
+    has one, and the certificate adds the long edges the optimum needs. Edges beyond Δ
+    are left out."""
+    n_r, n_c = pw.x.shape[0], pw.y.shape[0]
+    rng = np.random.default_rng(0)
+    smp = pw.x[rng.choice(n_r, min(n_r, 20_000), replace=False)]
+    smp = smp - smp.mean(axis=0)
+    d = np.linalg.svd(smp, full_matrices=False)[2][0]
+    ra = np.argsort(pw.x @ d, kind="stable")
+    rb = np.argsort(pw.y @ d, kind="stable")
+    cols = rb[(np.arange(n_r) * n_c) // n_r]
+    cost = pair_costs(pw, ra, cols)
+    ok = cost <= delta
+    return to_csr(ra[ok], cols[ok], cost[ok], n_r)
 
 
 def _pruned(g: tuple, mm: np.ndarray, n_r: int, n_c: int) -> tuple[SparseAssignment, int]:
