@@ -483,30 +483,19 @@ def _finish_lists(pw: Pairwise, keys: np.ndarray, vals: np.ndarray, lo: int, n: 
     return np.minimum(lb, nxt), np.diff(ptr)
 
 
-def _refill_short(pw: Pairwise, z32: np.ndarray, other32: np.ndarray, short: np.ndarray,
-                  out_i: np.ndarray, out_s: np.ndarray, out_b: np.ndarray, T: int) -> None:
-    """The lists of records ``short`` (rows of ``z32``, lists over ``other32``), whose
-    thresholds logged too few partners, replaced by their ``width`` smallest float32
-    scores over the whole other file (:func:`_knn32_pass`, forward only), re-scored and
-    sorted as :func:`knn_screened`'s; bound L(the last float32 score)."""
-    W = out_i.shape[1]
-    k = int(min(W, other32.shape[0]))
-    zs = np.ascontiguousarray(z32[short])
-    ot = np.ascontiguousarray(other32.T)
-    f_idx = np.empty((short.shape[0], k), IDX)
-    f_sc = np.empty((short.shape[0], k), _F32)
-    none_i = np.empty((T, 0, 0), IDX)
-    none_s = np.empty((T, 0, 0), _F32)
-    thr = np.full((T, other32.shape[0]), -np.inf, _F32)
-    _knn32_pass(-2.0 * zs, _norms32(zs), 0, zs.shape[0], ot, _norms32(other32), TILE, CHUNK,
-                f_idx, f_sc, none_i, none_s, thr)
-    sub = dataclasses.replace(pw, x=pw.x[short], root=False)
-    fi, fs = _exact_sorted(sub, f_idx, False)
+def _refill_short(pw: Pairwise, short: np.ndarray, out_i: np.ndarray, out_s: np.ndarray,
+                  out_b: np.ndarray) -> None:
+    """The lists of records ``short`` (rows of ``pw``), whose thresholds logged too few
+    partners, replaced by :func:`knn_screened`'s forward lists for those rows: their
+    ``width`` smallest float32 scores over the whole other file, re-scored and sorted;
+    bound L(the last float32 score)."""
+    nn = knn_screened(dataclasses.replace(pw, x=pw.x[short]), out_i.shape[1], 0)
+    k = nn.fwd_idx.shape[1]
     out_i[short] = -1
     out_s[short] = np.inf
-    out_i[short, :k] = fi
-    out_s[short, :k] = fs
-    out_b[short] = _list_bound(f_idx, f_sc, pw.x[short], other32.shape[0])
+    out_i[short, :k] = nn.fwd_idx
+    out_s[short, :k] = nn.fwd_score
+    out_b[short] = nn.fwd_bound
 
 
 def _group_size(n_other: int, mean: float) -> tuple[int, int, int]:
@@ -646,9 +635,9 @@ def knn_thresholds(pw: Pairwise, width: int, *, mean: float | None = None,
     short_f = np.concatenate(short_f)
     short_b = np.flatnonzero(cnt < k_min)
     if short_f.size:
-        _refill_short(pw, x32, y32, short_f, fwd_i, fwd_s, fwd_b, T)
+        _refill_short(pw, short_f, fwd_i, fwd_s, fwd_b)
     if short_b.size:
-        _refill_short(pw_t, y32, x32, short_b, bwd_i, bwd_s, bwd_b, T)
+        _refill_short(pw_t, short_b, bwd_i, bwd_s, bwd_b)
     t_short = time.perf_counter() - t1
     if stats is not None:
         stats.update(sample_cols=S, sample_rows=R, reruns=reruns, seconds_sample=t_sample,

@@ -493,7 +493,7 @@ def _candidate_graph(pw: Pairwise, delta: float, k: int, K: int, screened: bool,
     lists, doubling k until the graph has a perfect matching; lists are recomputed only
     when k outgrows them."""
     n_r, n_c = pw.x.shape[0], pw.y.shape[0]
-    lists = None
+    lists = spine = None
     t_solve = 0.0
     mm = sa = None
     while True:
@@ -512,7 +512,9 @@ def _candidate_graph(pw: Pairwise, delta: float, k: int, K: int, screened: bool,
         if k >= lists.K:
             lists.drop_entries()  # all in the graph now: only the bounds are used again
         if not complete and SPINE:
-            g = merge_csr(*g, *_spine(pw, delta))
+            if spine is None:  # the same edges whatever k: computed once
+                spine = _spine(pw, delta)
+            g = merge_csr(*g, *spine)
         if complete:
             full, mm = has_full_matching(g[0], g[1], n_c)
             if not full:
