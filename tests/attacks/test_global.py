@@ -137,16 +137,20 @@ def test_a_graph_without_perfect_matching_is_solved_in_one_pass_with_the_spine(m
         assert r.info["knn_passes"] > 1
 
 
-@pytest.mark.parametrize("rise_eps,risen_max", [(0.0, 1.0), (1e9, 1.0), (0.01, 0.05)])
-def test_bounds_carried_over_fresh_starts(monkeypatch, rise_eps, risen_max):
+@pytest.mark.parametrize("rise_eps,risen_max,rise_cap",
+                         [(0.0, 1.0, np.inf), (0.0, 0.0, np.inf), (0.001, 0.10, 0.02),
+                          (0.0, 0.01, 0.0)])
+def test_bounds_carried_over_fresh_starts(monkeypatch, rise_eps, risen_max, rise_cap):
     # every repair round restarts the solver; the row bounds survive the new duals through
-    # column scans of the columns whose v rose (rise_eps = 0: all of them) and a uniform
-    # drop of the others (rise_eps = 1e9: no column scans at all)
+    # column scans of the columns whose v rose (risen_max = 1: all of them) and a uniform
+    # drop of the others (risen_max = 0: no column scans at all), or are dropped
+    # (rise_cap = 0)
     from linkrisk.engine.matching import solver as matching
 
     monkeypatch.setattr(matching, "RESTART_FREE", 0.0)
     monkeypatch.setattr(matching, "RISE_EPS", rise_eps)
     monkeypatch.setattr(matching, "RISEN_MAX", risen_max)
+    monkeypatch.setattr(matching, "RISE_CAP", rise_cap)
     rng = np.random.default_rng(11)
     for n in (900, 1600):
         a = rng.standard_normal((n, 2))
@@ -154,6 +158,53 @@ def test_bounds_carried_over_fresh_starts(monkeypatch, rise_eps, risen_max):
         r = min_cost_matching(a, b, root=True, solver="sparse", k=1, k_list=2)
         assert r.certified and r.info["restarts"] > 0
         assert r.total_cost == pytest.approx(_dense_opt(cdist(a, b)), rel=1e-9)
+
+
+def test_transfer_bounds_keeps_the_most_risen_columns_within_the_room(monkeypatch):
+    from linkrisk.engine.matching import solver as matching
+
+    monkeypatch.setattr(matching, "RISE_EPS", 0.001)
+    monkeypatch.setattr(matching, "RISEN_MAX", 0.10)
+    monkeypatch.setattr(matching, "RISE_CAP", 0.02)
+    rng = np.random.default_rng(3)
+    rise = rng.uniform(-0.01, 0.015, 1000)
+    risen = np.zeros(1000, bool)
+    risen[:40] = True                      # 60 more fit in 10 %
+    known = np.full(50, 1.0)
+    matching._transfer_bounds(known, risen, rise, 1.0)
+    rest = np.sort(rise[40:])[::-1]
+    new = risen.copy()
+    new[:40] = False
+    assert risen[:40].all() and new.sum() == 60
+    assert set(np.flatnonzero(new)) == set(40 + np.argsort(rise[40:])[::-1][:60])
+    np.testing.assert_allclose(known, 1.0 - rest[60])   # drop = largest rise left out
+    # few risers: only those above RISE_EPS join, the drop is at most RISE_EPS
+    risen = np.zeros(1000, bool)
+    known = np.full(50, 1.0)
+    small = np.full(1000, 0.0005)
+    small[[5, 9]] = 0.5
+    matching._transfer_bounds(known, risen, small, 1.0)
+    assert np.flatnonzero(risen).tolist() == [5, 9]
+    np.testing.assert_allclose(known, 1.0 - 0.0005)
+    # the room is full and others rose beyond the cap: bounds and risen set dropped
+    known = np.full(50, 1.0)
+    risen = np.zeros(1000, bool)
+    risen[:100] = True
+    matching._transfer_bounds(known, risen, np.full(1000, 0.05), 1.0)
+    assert np.isneginf(known).all() and not risen.any()
+
+
+def test_default_list_width_depends_on_the_screen():
+    from linkrisk.engine.matching import solver as matching
+
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((400, 3))
+    b = a + 0.3 * rng.standard_normal(a.shape)
+    opt = _dense_opt(cdist(a, b))
+    for screen, width in ((True, matching.SCREEN_K), (False, matching.DEFAULT_K_LIST)):
+        r = min_cost_matching(a, b, root=True, solver="sparse", screen=screen)
+        assert r.info["k_list"] == width and r.info["screened"] is screen
+        assert r.certified and r.total_cost == pytest.approx(opt, rel=1e-9)
 
 
 @pytest.mark.parametrize("seed", range(40))

@@ -105,3 +105,21 @@ def test_gdbrl_hamming_on_categorical_frames_uses_patterns():
     assert res.extra["solver"] == "patterns" and res.extra["certified"]
     ref = linkrisk.attack(orig, rel, method="gdbrl", metric="hamming", solver="sparse")
     assert res.extra["total_cost"] == pytest.approx(ref.extra["total_cost"])
+
+
+@pytest.mark.parametrize("levels", [2, 3, 50, 10_000])
+def test_may_repeat_never_rules_out_a_repetitive_pair(levels):
+    # the 1-D pre-check is a lower bound on the distinct records: it may only say "no"
+    # when the full row-wise count says so too
+    from linkrisk.engine.nearest import Pairwise
+
+    for seed in range(3):
+        rng = np.random.default_rng(seed)
+        x = rng.integers(0, levels, (400, 3)).astype(float)
+        y = x.copy()
+        y[rng.random(400) < 0.2, 0] += 1
+        pw = Pairwise.build(x, y, "sqeuclidean")
+        rep = transport.repetitive(transport.patterns(pw))
+        assert transport.may_repeat(pw) or not rep
+    cont = np.random.default_rng(1).standard_normal((400, 3))
+    assert not transport.may_repeat(Pairwise.build(cont, cont + 0.1, "sqeuclidean"))

@@ -61,6 +61,7 @@ from ..engine.matching.solver import (
     DEFAULT_K,
     DEFAULT_K_LIST,
     DENSE_MAX_N,
+    SCREEN_K,
     Matching,
     min_cost_matching,
 )
@@ -85,7 +86,9 @@ from .distance import METRICS, space
               Param("solver", str, "auto", choices=("auto", "dense", "sparse", "graph",
                                                     "patterns"),
                     help="dense for small files, else a certified sparse solver"),
-              Param("k", int, DEFAULT_K, help="degree of the sparse solver's candidate graph"),
+              Param("k", int, None, help="degree of the sparse solver's candidate graph "
+                                         f"(default {DEFAULT_K}; {SCREEN_K} for the "
+                                         "float32-screened lists of large Euclidean files)"),
               Param("ties", str, "matching", choices=("matching", "expected"),
                     help="score the reported matching, or every optimal matching's partners "
                          "with the χ/|C| rule"),
@@ -94,9 +97,10 @@ from .distance import METRICS, space
               Param("dense_max_n", int, DENSE_MAX_N, help="largest file solver='auto' solves "
                                                           "densely"),
               Param("d", int, 2, help="degree of the kernel metric"),
-              Param("k_list", int, DEFAULT_K_LIST,
+              Param("k_list", int, None,
                     help="length of the sparse solver's k-NN lists (the screened lists of "
-                         "large Euclidean problems: their width)"),
+                         f"large Euclidean problems: their width; default {DEFAULT_K_LIST}, "
+                         f"{SCREEN_K} when screened)"),
               Param("standardize", bool, True,
                     help="standardize each file's attributes for the euclidean, l1 and "
                          "kernel metrics (False: raw values, the global-linkage paper's "
@@ -107,12 +111,12 @@ def gdbrl(
     delta: float | str | None = None,
     approx: str | None = None,
     solver: str = "auto",
-    k: int = DEFAULT_K,
+    k: int | None = None,
     ties: str = "matching",
     pad: bool = True,
     dense_max_n: int = DENSE_MAX_N,
     d: int = 2,
-    k_list: int = DEFAULT_K_LIST,
+    k_list: int | None = None,
     standardize: bool = True,
 ) -> Outcome:
     """Minimum-cost perfect matching σ* = argmin_σ Σ_a d(a, σ(a)) between the attacker's

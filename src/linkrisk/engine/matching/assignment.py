@@ -596,7 +596,10 @@ class SparseAssignment:
         self.phase_times: dict[str, float | int] = {}
         self.augmentations = 0
         self.auction = True
-        self.eps0, self.eps_div, self.eps_end = 0.05, 5.0, 1e-7
+        # cold ε-scaling from 0.002·scale (the cost range of the graph): the first solve
+        # on the screened 22–24-wide graphs took 0.55 s against 0.89 s from 0.05·scale at
+        # 10⁵, 2.6 s against 4.8 s at 3·10⁵ (benchmarks/README.md, "Repair rounds")
+        self.eps0, self.eps_div, self.eps_end = 0.002, 5.0, 1e-7
         self.warm_eps0 = 1e-3    # restart(keep_prices=True)
         self.rewarm_eps0 = 1e-5  # the freed rows' auction after rewarm()
         self._settle = False

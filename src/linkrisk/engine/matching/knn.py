@@ -26,6 +26,7 @@ import numpy as np
 from ...errors import LinkriskError
 from ..nearest.kernels import Pairwise, tile_scores
 from ..nearest.rules import Progress
+from .tiles32 import FMA, scores32x2
 
 
 # ---------------------------------------------------------------------------------------
@@ -254,6 +255,8 @@ def knn(pw: Pairwise, k: int, kb: int | None = None, *, progress: Progress | Non
 GATE_BLOCK = 256
 #: rows of the gated scan that share each block of columns while it is in cache
 SCAN_ROWS = 64
+#: columns per sub-block searched for the columns that may pass in a block with a hit
+HIT_SUB = 32
 _C32 = np.float32(1.0 + 1e-5)
 
 
@@ -278,33 +281,6 @@ def _any_below(acc, off, th, gt, root):
 
 
 @nb.njit(inline="always")
-def _block32(a, xm2, nx, yt, ny, t0):
-    """a[q] = float32 score of one row against column t0 + q (q < len(a)):
-    ‖y‖² + ‖x‖² + Σ_k (−2x_k)·y_k, the order of :mod:`.screen32` (rows pre-scaled by
-    −2; four attributes per pass, over slices so that LLVM vectorizes)."""
-    w = a.shape[0]
-    m = xm2.shape[0]
-    for q in range(w):
-        a[q] = ny[q] + nx
-    k = 0
-    while k + 4 <= m:
-        x0, x1, x2, x3 = xm2[k], xm2[k + 1], xm2[k + 2], xm2[k + 3]
-        r0 = yt[k, t0:t0 + w]
-        r1 = yt[k + 1, t0:t0 + w]
-        r2 = yt[k + 2, t0:t0 + w]
-        r3 = yt[k + 3, t0:t0 + w]
-        for q in range(w):
-            a[q] += (x0 * r0[q] + x1 * r1[q]) + (x2 * r2[q] + x3 * r3[q])
-        k += 4
-    while k < m:
-        xv = xm2[k]
-        r0 = yt[k, t0:t0 + w]
-        for q in range(w):
-            a[q] += xv * r0[q]
-        k += 1
-
-
-@nb.njit(inline="always")
 def _maybe32(a, o, th, gt, err):
     """Whether a column may pass (see :func:`_any_below`), from its float32 score ``a``
     (error ≤ ``err``, score units) and float32 offset ``o``, in float32 throughout (8
@@ -319,13 +295,35 @@ def _maybe32(a, o, th, gt, err):
     return (a < u * u * _C32 + err) & (u > 0) & (o > gt)
 
 
-@nb.njit(inline="always")
-def _hit32(a, off, th, gt, err):
-    """:func:`_maybe32` for any column of a block (branch-free, so that it vectorizes)."""
-    hit = False
-    for q in range(off.shape[0]):
-        hit |= _maybe32(a[q], off[q], th, gt, err)
-    return hit
+@nb.njit(cache=True, fastmath=FMA)
+def _block_hits(ps, nps, prow, xm2, nx32, yt32, ny32, off32, t0, wfull, end, th32, gt32,
+                err, acc, flag):
+    """For the rows p = ps[r] (r < nps) of the gated scan: acc[r, q] = the float32 score of
+    row prow[p] against column t0 + q (q < min(wfull, end[p] − t0)), two rows per load of
+    the block (:func:`~.tiles32.scores32x2`, fused multiply-adds), and flag[r] = whether
+    some column may pass (:func:`_maybe32` with the row's th32, gt32, err; a sum of the
+    tests, which vectorizes where a boolean or does not). Not inlined, so that only these
+    float32 scores are contracted, never the scan's exact ones. acc has a spare last row
+    (an odd last row is scored twice, into it)."""
+    never = np.full(acc.shape[1], -np.inf, np.float32)
+    for r in range(0, nps, 2):
+        r2 = r + 1 if r + 1 < nps else acc.shape[0] - 1
+        p = ps[r]
+        p2 = ps[r + 1] if r + 1 < nps else p
+        w = min(wfull, end[p] - t0)
+        w2 = min(wfull, end[p2] - t0)
+        wm = max(w, w2)
+        i, i2 = prow[p], prow[p2]
+        scores32x2(acc[r, :wm], acc[r2, :wm], xm2[i], xm2[i2], nx32[i], nx32[i2],
+                   ny32[t0:t0 + wm], yt32, t0, wm, -np.inf, -np.inf, never[:wm])
+        for rr, ww in ((r, w), (r2, w2)):
+            a = acc[rr, :ww]
+            ob = off32[t0:t0 + ww]
+            th, gt, e = th32[rr], gt32[rr], err[rr]
+            cnt = 0
+            for q in range(ww):
+                cnt += _maybe32(a[q], ob[q], th, gt, e)
+            flag[rr] = cnt > 0
 
 
 @nb.njit(inline="always")
@@ -367,7 +365,16 @@ def _scan_gated(prow, x, yts, metric, degree, kxx, kyy, tflat, toff, tsize, root
     T = min(threads, max(nch, 1))
     for t in nb.prange(T):
         acc = np.empty(blk)
-        a32 = np.empty(blk, np.float32)
+        mx = 1
+        for c in range(t, nch, T):
+            mx = max(mx, chunks[c + 1] - chunks[c])
+        # float32 scores of the rows sharing a block (and a spare row), their tests' terms
+        a32 = np.empty((mx + 1, blk), np.float32)
+        ps = np.empty(mx, np.int64)
+        th32 = np.empty(mx + 1, np.float32)
+        gt32 = np.empty(mx + 1, np.float32)
+        e32 = np.empty(mx + 1, np.float32)
+        flag = np.zeros(mx + 1, np.bool_)
         # chunks are sorted by work: thread t takes every T-th one
         for c in range(t, nch, T):
             lo, hi = chunks[c], chunks[c + 1]
@@ -387,6 +394,62 @@ def _scan_gated(prow, x, yts, metric, degree, kxx, kyy, tflat, toff, tsize, root
                     break
                 g = gmax[b]
                 wfull = min(blk, n_y - t0)
+                if s32:
+                    # the block's float32 pre-test for all its rows at once, then exact
+                    # scores of the columns that may pass in the rows with a hit
+                    nps = 0
+                    for p in range(lo, lo + na):
+                        if g <= gate[p]:
+                            continue
+                        ps[nps] = p
+                        th32[nps] = np.float32(theta[p] + 2.0**-20 * (abs(theta[p]) + omax[b]))
+                        gt32[nps] = np.nextafter(np.float32(gate[p]), np.float32(-np.inf))
+                        e32[nps] = np.float32(cerr * (nx64[prow[p]] + nymax[b]) * (1.0 + 1e-4))
+                        nps += 1
+                    if nps == 0:
+                        continue
+                    _block_hits(ps, nps, prow, xm2, nx32, yt32, ny32, off32, t0, wfull, end,
+                                th32, gt32, e32, a32, flag)
+                    for r in range(nps):
+                        if not flag[r]:
+                            continue
+                        p = ps[r]
+                        i = prow[p]
+                        w = min(wfull, end[p] - t0)
+                        gt = gate[p]
+                        th = theta[p]
+                        best = out_min[p]
+                        cnt = out_cnt[p]
+                        vals = out_val[p]
+                        idxs = out_idx[p]
+                        # hits are rare: score exactly only the columns that may pass,
+                        # found by counts over sub-blocks (which vectorize)
+                        for q0 in range(0, w, HIT_SUB):
+                            q1 = min(q0 + HIT_SUB, w)
+                            a = a32[r, q0:q1]
+                            ob32 = off32[t0 + q0:t0 + q1]
+                            m = 0
+                            for q in range(q1 - q0):
+                                m += _maybe32(a[q], ob32[q], th32[r], gt32[r], e32[r])
+                            q = q0
+                            while m > 0:
+                                if not _maybe32(a32[r, q], off32[t0 + q], th32[r], gt32[r],
+                                                e32[r]):
+                                    q += 1
+                                    continue
+                                m -= 1
+                                o = off[t0 + q]
+                                if o > gt:
+                                    _scores(acc, x[i], yts, t0 + q, 1, metric, degree,
+                                            kxx[i], kyy, tflat, toff, tsize)
+                                    c_ = _cost(acc[0], root)
+                                    if c_ <= cmax:
+                                        best, cnt = _keep(c_ - o, th, t0 + q, best, cnt,
+                                                          vals, idxs)
+                                q += 1
+                        out_min[p] = best
+                        out_cnt[p] = cnt
+                    continue
                 for p in range(lo, lo + na):
                     gt = gate[p]
                     if g <= gt:
@@ -399,34 +462,15 @@ def _scan_gated(prow, x, yts, metric, degree, kxx, kyy, tflat, toff, tsize, root
                     cnt = out_cnt[p]
                     vals = out_val[p]
                     idxs = out_idx[p]
-                    if s32:
-                        _block32(a32[:w], xm2[i], nx32[i], yt32, ny32[t0:t0 + w], t0)
-                        th32 = np.float32(th + 2.0**-20 * (abs(th) + omax[b]))
-                        gt32 = np.nextafter(np.float32(gt), np.float32(-np.inf))
-                        e = np.float32(cerr * (nx64[i] + nymax[b]) * (1.0 + 1e-4))
-                        ob32 = off32[t0:t0 + w]
-                        if not _hit32(a32, ob32, th32, gt32, e):
-                            continue
-                        # hits are rare: score exactly only the columns that may pass
-                        for q in range(w):
-                            o = ob[q]
-                            if not _maybe32(a32[q], ob32[q], th32, gt32, e) or o <= gt:
-                                continue
-                            _scores(acc, x[i], yts, t0 + q, 1, metric, degree, kxx[i], kyy,
-                                    tflat, toff, tsize)
-                            c_ = _cost(acc[0], root)
-                            if c_ <= cmax:
-                                best, cnt = _keep(c_ - o, th, t0 + q, best, cnt, vals, idxs)
-                    else:
-                        _scores(acc, x[i], yts, t0, w, metric, degree, kxx[i], kyy, tflat,
-                                toff, tsize)
-                        if not _any_below(acc, ob, th, gt, root):
-                            continue
-                        for q in range(w):
-                            o = ob[q]
-                            c_ = _cost(acc[q], root)
-                            if o > gt and c_ <= cmax:
-                                best, cnt = _keep(c_ - o, th, t0 + q, best, cnt, vals, idxs)
+                    _scores(acc, x[i], yts, t0, w, metric, degree, kxx[i], kyy, tflat,
+                            toff, tsize)
+                    if not _any_below(acc, ob, th, gt, root):
+                        continue
+                    for q in range(w):
+                        o = ob[q]
+                        c_ = _cost(acc[q], root)
+                        if o > gt and c_ <= cmax:
+                            best, cnt = _keep(c_ - o, th, t0 + q, best, cnt, vals, idxs)
                     out_min[p] = best
                     out_cnt[p] = cnt
 

@@ -107,6 +107,11 @@ DENSE_MAX_N = 3000
 DEFAULT_K = 64
 #: default length of the k-NN lists whose last entries bound the pairs outside them
 DEFAULT_K_LIST = 64
+#: default degree and width of the float32-screened lists (large Euclidean problems): the
+#: threshold pass logs fewer entries and the certificate adds the few long edges the
+#: optimum needs (10⁵: 7.1–8.0 s at widths 16–26 against 9.1 s at 64; figures in
+#: benchmarks/README.md, "gdbrl per stage")
+SCREEN_K = 24
 #: shortest list length the memory budget may impose
 MIN_K = 8
 #: after a repair round, solve afresh (auction start) rather than warm when more than this
@@ -119,10 +124,16 @@ RESTART_FREE = 0.0005
 #: benchmarks/README.md, "Repair rounds")
 REWARM_FREE = 0.02
 #: after a fresh start, the columns whose v rose by more than this fraction of mean |u|
-#: are checked by column scans; the row bounds absorb smaller rises
-RISE_EPS = 0.01
-#: ... unless more than this fraction of the columns rose: then every row is rescanned
-RISEN_MAX = 0.05
+#: are checked by column scans; the row bounds absorb smaller rises (they drop by the
+#: largest)
+RISE_EPS = 0.001
+#: ... or, when more rose, the RISEN_MAX of the columns that rose most (columns stay
+#: there until the bounds are dropped) ...
+RISEN_MAX = 0.10
+#: ... unless the others rose by more than this fraction of mean |u|: then every suspect
+#: row is rescanned and the column scans stop (figures in benchmarks/README.md, "Bounds
+#: across fresh starts")
+RISE_CAP = 0.02
 #: edges kept per row by a certificate scan ...
 SCAN_CAP = 8
 #: ... or more when few rows are scanned: up to this many edges per certificate, at most
@@ -176,8 +187,8 @@ def min_cost_matching(
     delta: float = np.inf,
     row_limit: np.ndarray | None = None,
     solver: str = "auto",
-    k: int = DEFAULT_K,
-    k_list: int = DEFAULT_K_LIST,
+    k: int | None = None,
+    k_list: int | None = None,
     dense_max_n: int = DENSE_MAX_N,
     ties: str = "matching",
     seed: int = 0,
@@ -196,7 +207,8 @@ def min_cost_matching(
     budget, else sparse), ``dense``, ``sparse`` or ``graph`` (explicit restricted graph).
     ``k``: initial degree of the k-NN candidate graph; ``k_list``: length of the k-NN lists
     whose last entries bound the pairs outside them (both reduced to fit
-    ``memory_budget``, to no less than 8). ``ties``: ``matching`` or ``expected`` (also compute the candidate sets C(a);
+    ``memory_budget``, to no less than 8; ``None``: DEFAULT_K / DEFAULT_K_LIST, or
+    SCREEN_K for the float32-screened lists). ``ties``: ``matching`` or ``expected`` (also compute the candidate sets C(a);
     uses the sparse solver). ``screen``: run the sparse solver's full passes (k-NN lists,
     certificate scans) through the float32 screen of :mod:`.screen32` — ``auto``: for the
     Euclidean cost from ``SCREEN_MIN_PAIRS`` pairs; the result is exact either way.
@@ -226,13 +238,15 @@ def min_cost_matching(
     elif res is None:  # sparse, or a transport that does not fit the memory budget
         scr = screen_applicable(pw) and (screen is True or (
             screen == "auto" and n_a * n_b >= SCREEN_MIN_PAIRS))
-        res = _sparse(pw, delta, k, k_list, ties, rtol, max_rounds, memory_budget, stages,
-                      scr)
+        res = _sparse(pw, delta, k if k is not None else SCREEN_K if scr else DEFAULT_K,
+                      k_list if k_list is not None else SCREEN_K if scr else DEFAULT_K_LIST,
+                      ties, rtol, max_rounds, memory_budget, stages, scr)
     stages.done()
     return _unpermuted(res, pa, pb)
 
 
-def _check_options(ties: str, screen: str | bool, solver: str, delta: float, k: int) -> float:
+def _check_options(ties: str, screen: str | bool, solver: str, delta: float,
+                   k: int | None) -> float:
     """Validate the options of :func:`min_cost_matching`; ``delta`` as a float."""
     if ties not in ("matching", "expected"):
         raise LinkriskError(f"ties must be 'matching' or 'expected', got {ties!r}")
@@ -244,7 +258,7 @@ def _check_options(ties: str, screen: str | bool, solver: str, delta: float, k: 
     delta = float(delta)
     if not delta >= 0:
         raise LinkriskError(f"delta must be a non-negative distance, got {delta}")
-    if k < 1:
+    if k is not None and k < 1:
         raise LinkriskError(f"k must be at least 1, got {k}")
     return delta
 
@@ -265,7 +279,8 @@ def _choose_solver(pw: Pairwise, solver: str, lim: np.ndarray | None, delta: flo
         if max(n_a, n_b) <= dense_max_n and fits and ties == "matching" and lim is None:
             solver = "dense"
         else:
-            pats = transport.patterns(pw) if transportable else None
+            pats = (transport.patterns(pw)
+                    if transportable and transport.may_repeat(pw) else None)
             solver = "patterns" if pats and transport.repetitive(pats) else "sparse"
     if lim is not None:
         solver = "graph"
@@ -830,14 +845,22 @@ def _suspects(alpha, beta, u, v, tol) -> np.ndarray:
 def _transfer_bounds(known: np.ndarray, risen: np.ndarray, rise: np.ndarray,
                      scale: float) -> None:
     """Carry the row bounds ``known`` (lower bounds of c_ij − v_j outside the graph and
-    outside ``risen``) over a change of v by ``rise``: columns that rose by more than
-    RISE_EPS·scale join ``risen``; the bounds drop by the largest rise of the others. When
-    ``risen`` grows past RISEN_MAX of the columns, the bounds are dropped instead."""
-    risen |= rise > RISE_EPS * scale
-    if risen.sum() > RISEN_MAX * risen.shape[0]:
+    outside ``risen``) over a change of v by ``rise``: the columns that rose by more than
+    ε join ``risen`` and the bounds drop by the largest rise of the others (≤ ε), with ε
+    the smallest level from RISE_EPS·scale up that keeps ``risen`` within RISEN_MAX of
+    the columns. When ε exceeds RISE_CAP·scale (the bounds would then hold for few rows)
+    or ``risen`` is already full, the bounds are dropped instead."""
+    room = int(RISEN_MAX * risen.shape[0]) - int(risen.sum())
+    rest = rise[~risen]
+    eps = RISE_EPS * scale
+    if 0 <= room < rest.shape[0]:
+        # the (room + 1)-th largest rise of the others: at most ``room`` lie above it
+        eps = max(eps, float(np.partition(rest, rest.shape[0] - room - 1)[rest.shape[0] - room - 1]))
+    if room < 0 or eps > RISE_CAP * scale:
         known[:] = -np.inf
         risen[:] = False
         return
+    risen |= rise > eps
     known -= max(float(rise[~risen].max(initial=0.0)), 0.0)
 
 

@@ -78,6 +78,18 @@ def patterns(pw: Pairwise) -> Patterns:
     return _side(pw.x), _side(pw.y)
 
 
+def may_repeat(pw: Pairwise) -> bool:
+    """False when the files certainly have too many distinct records for the pattern
+    solver (:func:`repetitive`): a file has at least as many distinct records as its first
+    attribute has distinct values, which one 1-D sort finds (the row-wise sort of
+    :func:`patterns` costs ~0.2 s at 10⁵ records)."""
+    if pw.x.shape[1] == 0:
+        return True
+    n = pw.x.shape[0] + pw.y.shape[0]
+    d = np.unique(pw.x[:, 0]).shape[0] + np.unique(pw.y[:, 0]).shape[0]
+    return d <= MAX_DISTINCT_FRACTION * n
+
+
 def repetitive(pats: Patterns) -> bool:
     """Whether both files repeat their records enough for the pattern solver to pay."""
     n = pats[0][2].shape[0] + pats[1][2].shape[0]
