@@ -138,6 +138,12 @@ def _warm_up(what: str, x, y) -> None:
     linkrisk.attack(x, y, what)
     if what == "gdbrl":
         linkrisk.attack(x, y, what, dense_max_n=0)
+        # the float32-screened lists and certificate scans, which only files of more
+        # than ~7,000 records reach
+        from linkrisk.engine import min_cost_matching, standardize
+
+        min_cost_matching(standardize(x.to_numpy()), standardize(y.to_numpy()), root=True,
+                          solver="sparse", screen=True)
     elif what == "prl":
         from linkrisk.attacks import make_context
         from linkrisk.attacks import probabilistic as P

@@ -48,10 +48,11 @@ Four solvers, all exact:
            flattening instead (few tight edges there: an auction among the freed rows and
            the rows they evict, then short augmenting paths), or, when it frees very many,
            restarts the solver's auction from the last prices; the new flattened duals
-           differ little from the old ones, so the bounds are carried over: the few
-           columns whose v rose by more than 1 % of mean |u| are checked
-           by exact column scans in every later round, and all bounds drop by the
-           largest rise of the other columns.
+           differ little from the old ones, so the bounds are carried over: the
+           columns whose v rose most (up to 10 % of them) are checked by exact column
+           scans in every later round, and all bounds drop by the largest rise of the
+           other columns (unless that exceeds the scans' 2 % slack: then every suspect
+           row is scanned again).
            For the Euclidean cost at large n the one full pass (the lists of step 1) is
            screened in float32 (:mod:`.screen32`): the lists are the k smallest float32
            scores, re-scored exactly, with α_i, β_j rigorous bounds from the float32
