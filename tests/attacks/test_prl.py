@@ -410,3 +410,18 @@ def test_walk_order_is_the_walks_order():
     rank = P._walk_order(5)
     assert sorted(seen) == list(range(32))
     np.testing.assert_array_equal(rank[seen], np.arange(32))
+
+
+def test_one_to_one_ties_do_not_favour_row_order():
+    """Every pair of identical files of one repeated record has the same weight, so every
+    assignment is optimal: the one reported must not be the identity (row order is the
+    truth), and it is the same for the same seed."""
+    a = pd.DataFrame({"x": ["p"] * 300, "y": ["q"] * 300}).astype("category")
+    res = linkrisk.attack(a, a.copy(), method="prl", one_to_one=True, seed=3)
+    link = res.per_record["link"].to_numpy()
+    assert sorted(link) == list(range(300))
+    assert res.correct_links <= 15  # a random permutation has ~1 fixed point
+    again = linkrisk.attack(a, a.copy(), method="prl", one_to_one=True, seed=3)
+    assert (again.per_record["link"].to_numpy() == link).all()
+    other = linkrisk.attack(a, a.copy(), method="prl", one_to_one=True, seed=4)
+    assert not (other.per_record["link"].to_numpy() == link).all()

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy.optimize import linear_sum_assignment
 
-from linkrisk.engine.matching.assignment import SparseAssignment, to_csr
+from linkrisk.engine.matching.assignment import SparseAssignment, dense_assignment, to_csr
 
 
 def _graph(n: int, deg: int, rng: np.random.Generator, levels: int):
@@ -96,3 +96,21 @@ def test_rewarm_without_flattened_duals_restarts():
     assert not sa.started
     assert sa.solve()
     _check(sa, _optimum(80, rows, cols, costs))
+
+
+@pytest.mark.parametrize("shape", [(40, 40), (25, 40), (40, 25)])
+@pytest.mark.parametrize("levels", [0, 3])
+def test_dense_assignment_is_optimal(shape, levels):
+    """Same total cost as scipy's assignment, on continuous costs and on costs with many
+    ties (few distinct values, negative too); every row of the smaller side matched to a
+    distinct column."""
+    rng = np.random.default_rng(sum(shape) + levels)
+    c = rng.normal(size=shape)
+    if levels:
+        c = np.round(c * levels) / levels
+    link = dense_assignment(c)
+    r, k = linear_sum_assignment(c)
+    ok = link >= 0
+    assert ok.sum() == min(shape)
+    assert np.unique(link[ok]).size == ok.sum()
+    assert c[np.flatnonzero(ok), link[ok]].sum() == pytest.approx(c[r, k].sum(), abs=1e-9)

@@ -896,3 +896,28 @@ def allowed_edges(indptr: np.ndarray, indices: np.ndarray, col4row: np.ndarray, 
     g = csr_matrix((np.ones(s.shape[0], np.int8), (s, t)), shape=(size, size))
     _, lab = connected_components(g, directed=True, connection="strong")
     return matched | (lab[rows] == lab[n + indices])
+
+
+def dense_assignment(cost: np.ndarray) -> np.ndarray:
+    """Minimum-cost assignment on a dense matrix (every row of the smaller side matched):
+    the column of each row (−1 for rows left unmatched when rows > columns), with
+    :class:`SparseAssignment` on the complete bipartite graph. Among several optimal
+    assignments the one returned depends only on this module's code and the matrix's
+    order, never on another library's version (scipy's ``linear_sum_assignment`` changed
+    its choice among tied optima between releases, and on files in row order it favoured
+    the identity): callers that must not favour any pairing pass the matrix in a seeded
+    random order. Needs 8 bytes per pair besides the matrix (column indices)."""
+    cost = np.asarray(cost, dtype=np.float64)
+    flip = cost.shape[0] > cost.shape[1]
+    c = np.ascontiguousarray(cost.T if flip else cost)
+    n_r, n_c = c.shape
+    indptr = np.arange(n_r + 1, dtype=np.int64) * n_c
+    indices = np.tile(np.arange(n_c, dtype=np.int64), n_r)
+    sa = SparseAssignment(indptr, indices, c.ravel(), n_c)
+    if not sa.solve():  # a complete graph always has a row-saturating matching
+        raise ValueError("the cost matrix has no finite assignment")
+    if not flip:
+        return sa.col4row.copy()
+    link = np.full(cost.shape[0], -1, np.int64)
+    link[sa.col4row] = np.arange(n_r)
+    return link
