@@ -99,6 +99,38 @@ def test_certificate_repairs_a_too_thin_graph(n, screen):
     assert r.total_cost == pytest.approx(_dense_opt(cdist(a, b)), rel=1e-9)
 
 
+@pytest.mark.parametrize("screen", [False, True])
+def test_nearly_tight_pairs_found_by_the_certificate_join_the_graph(monkeypatch, screen):
+    # every edge the certificate adds is either violating or inside the scan's slack
+    # window (c_ij − v_j < θ_i), never a pair the scan could have bounded away; the
+    # nearly tight ones are counted apart, and the optimum is the dense one
+    from linkrisk.engine.matching import solver as matching
+
+    seen = []
+    real = matching._certify
+
+    def spy(pw, pw_t, sa, lists, known, risen, delta, tol, stages):
+        u, v = sa.u.copy(), sa.v.copy()
+        out = real(pw, pw_t, sa, lists, known, risen, delta, tol, stages)
+        if out[0] is not None:
+            r, c, w = out[0]
+            slack = w - u[r] - v[c]
+            theta = matching.SCAN_SLACK * (np.abs(u[r]) + tol)
+            assert (slack < theta + 1e-9).all()
+            seen.append((out[2], int((slack < -tol).sum())))
+        return out
+
+    monkeypatch.setattr(matching, "_certify", spy)
+    rng = np.random.default_rng(12)
+    a = rng.standard_normal((1500, 3))
+    b = a + 0.6 * rng.standard_normal(a.shape)
+    r = min_cost_matching(a, b, root=True, solver="sparse", k=2, k_list=3, screen=screen)
+    assert r.certified and r.info["rounds"] > 1
+    assert r.total_cost == pytest.approx(_dense_opt(cdist(a, b)), rel=1e-9)
+    assert r.info["near_edges"] == sum(n for n, _ in seen) > 0
+    assert all(bad > 0 for _, bad in seen)  # edges are added only in a round that violates
+
+
 def test_spine_is_a_perfect_matching_with_exact_costs():
     from linkrisk.engine.matching.solver import _spine
     from linkrisk.engine.nearest import Pairwise

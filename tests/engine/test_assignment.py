@@ -114,3 +114,32 @@ def test_dense_assignment_is_optimal(shape, levels):
     assert ok.sum() == min(shape)
     assert np.unique(link[ok]).size == ok.sum()
     assert c[np.flatnonzero(ok), link[ok]].sum() == pytest.approx(c[r, k].sum(), abs=1e-9)
+
+
+def test_edges_within_free_tol_free_no_row():
+    """An added edge whose reduced cost is negative by less than ``free_tol`` (round-off,
+    exact ties) joins the graph without freeing its row; one beyond it frees the row, and
+    the warm start reaches the optimum of the larger graph."""
+    rng = np.random.default_rng(6)
+    n = 120
+    (rows, cols, costs), held = _graph(n, 3, rng, 1000)
+    costs = costs / 7.0  # not integers: the solver's sums carry round-off
+    sa = SparseAssignment(*to_csr(rows[~held], cols[~held], costs[~held], n), n)
+    sa.free_tol = 1e-6
+    assert sa.solve()
+    sa.polish()
+    free_cols = np.setdiff1d(np.arange(n), cols[~held][rows[~held] == 0])
+    j, j2 = free_cols[0], free_cols[1]
+    # row 0 gets a new column at reduced cost −free_tol / 2: nothing is freed
+    c = sa.u[0] + sa.v[j] - 0.5e-6
+    sa.add_edges(np.array([0]), np.array([j]), np.array([c]))
+    assert (sa.col4row >= 0).all() and sa.reduced_costs().min() >= -1e-6
+    # ... and one at −2·free_tol: the row is freed, the warm start finds the new optimum
+    c2 = sa.u[0] + sa.v[j2] - 2e-6
+    sa.add_edges(np.array([0]), np.array([j2]), np.array([c2]))
+    assert sa.col4row[0] == -1
+    assert sa.solve()
+    r = np.concatenate([rows[~held], [0, 0]])
+    k = np.concatenate([cols[~held], [j, j2]])
+    w = np.concatenate([costs[~held], [c, c2]])
+    assert np.nansum(sa.matched_cost()) == pytest.approx(_optimum(n, r, k, w), abs=1e-5)

@@ -606,6 +606,8 @@ class SparseAssignment:
         self._prices: np.ndarray | None = None
         self._raw: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self._added: list[np.ndarray] = []
+        #: added edges whose reduced cost is ≥ −free_tol free no row (see :meth:`add_edges`)
+        self.free_tol = 0.0
 
     def _set_graph(self, indptr: np.ndarray, indices: np.ndarray, cost: np.ndarray) -> None:
         self.indptr = np.ascontiguousarray(indptr, np.int64)
@@ -710,9 +712,13 @@ class SparseAssignment:
 
     def add_edges(self, rows: np.ndarray, cols: np.ndarray, costs: np.ndarray) -> None:
         """Add edges and restore dual feasibility for them: a row whose new minimum reduced
-        cost is negative gets u_i lowered to it (square problems: the row is freed and
-        re-augmented by the next :meth:`solve`); rectangular problems restart, since a
-        freed column would keep a negative v."""
+        cost is below −``free_tol`` gets u_i lowered to it (square problems: the row is
+        freed and re-augmented by the next :meth:`solve`); rectangular problems restart,
+        since a freed column would keep a negative v. Edges within ``free_tol`` of tight
+        (round-off of the solver's sums, exact ties) join as they are, as the graph's own
+        non-matched edges carry that round-off after :meth:`polish`: a caller that checks
+        reduced costs with that tolerance loses nothing, and no row is re-augmented for
+        them."""
         # merge row by row (both sorted by column): no re-sort of the whole graph, whose
         # global argsort costs seconds and gigabytes per repair round at 10⁶ rows
         self._set_graph(*merge_csr(self.indptr, self.indices, self.cost,
@@ -729,11 +735,12 @@ class SparseAssignment:
         self._lower_rows(rows)
 
     def _lower_rows(self, rows: np.ndarray) -> None:
-        """u_i := min_j c̄-feasible value for the given rows; a row whose u falls is freed."""
+        """u_i := min_j c̄-feasible value for the given rows; a row whose u falls by more
+        than ``free_tol`` is freed."""
         for i in rows:
             lo, hi = self.indptr[i], self.indptr[i + 1]
             m = float(np.min(self.cost[lo:hi] - self.v[self.indices[lo:hi]]))
-            if m < self.u[i]:
+            if m < self.u[i] - self.free_tol:
                 self.u[i] = m
                 j = self.col4row[i]
                 if j >= 0:

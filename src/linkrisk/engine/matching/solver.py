@@ -40,7 +40,11 @@ Four solvers, all exact:
               tiled over rows and pre-tested in float32 for the Euclidean cost);
            4. violating edges (each violating row's 8 best, more when few rows are
               scanned) are added to G, the rows' u lowered (a warm start: only they are
-              re-augmented) and the check repeated until no violation. G without a
+              re-augmented) and the check repeated until no violation. The scan of a row
+              looks a little above u_i (a slack window, see below); the nearly tight pairs
+              it meets there join G too, though they violate nothing: left out, they would
+              be the row's bound, which the next warm start's small rise of u_i passes
+              (at 3·10⁵ they caused most rescans of later rounds). G without a
               perfect matching (Δ can exclude the spine's edges) → k doubles.
            A scanned row remembers a lower bound on its c_ij − v_j outside G; warm starts
            only lower v, so it is rescanned only when its u_i grows past that bound. A
@@ -454,11 +458,13 @@ def _sparse(pw0: Pairwise, delta: float, k: int, k_list: int, ties: str, rtol: f
     sa, pruned = (_pruned(graph.g, graph.mm, n_r, n_c) if graph.complete
                   else (graph.sa, 0))
     tol = rtol * _scale(sa.cost)
+    sa.free_tol = tol  # edges the certificate tolerates free no row when added
     rep = _Repair(known=np.full(n_r, -np.inf), risen=np.zeros(n_c, bool),
                   t_solve=graph.t_solve)
     certified = _repair_rounds(pw, sa, graph.lists, rep, graph.complete, delta, tol,
                                max_rounds, stages)
     info.update(rounds=rep.rounds, restarts=rep.restarts, repaired_edges=rep.repaired,
+                near_edges=rep.near,
                 scanned_rows=rep.scanned, pruned_edges=pruned, round_log=rep.log,
                 seconds_solve=round(rep.t_solve, 3), seconds_certify=round(rep.t_cert, 3))
     info["seconds_knn"] = round(info["seconds_knn"], 3)
@@ -597,6 +603,7 @@ class _Repair:
     pw_t: Pairwise | None = None
     rounds: int = 0
     repaired: int = 0
+    near: int = 0
     scanned: int = 0
     restarts: int = 0
     t_solve: float = 0.0
@@ -618,14 +625,17 @@ def _repair_rounds(pw: Pairwise, sa: SparseAssignment, lists: _Lists, rep: _Repa
         t0 = time.perf_counter()
         if rep.pw_t is None and rep.risen.any():
             rep.pw_t = pw.swapped()  # once: the column scans of every later round use it
-        viol, n_scan = _certify(pw, rep.pw_t, sa, lists, rep.known, rep.risen, delta, tol,
-                                stages)
+        viol, n_scan, n_near = _certify(pw, rep.pw_t, sa, lists, rep.known, rep.risen, delta,
+                                        tol, stages)
         rep.t_cert += time.perf_counter() - t0
         rep.scanned += n_scan
+        n_add = 0 if viol is None else int(viol[0].shape[0])
+        rep.near += n_near
         rep.log.append((round(rep.t_solve, 1), round(rep.t_cert, 1), n_scan,
-                        int(rep.risen.sum()), 0 if viol is None else int(viol[0].shape[0])))
+                        int(rep.risen.sum()), n_add - n_near))
         _log.info("round %d: solve %.1f s, certificate %.1f s so far; %d rows and %d columns "
-                  "scanned, %d violating edges", rep.rounds, *rep.log[-1])
+                  "scanned, %d violating edges (+%d nearly tight)", rep.rounds, *rep.log[-1],
+                  n_near)
         if viol is None:
             return _rect_ok(sa) and bool(sa.reduced_costs().min(initial=0.0) >= -tol)
         if rep.rounds >= max_rounds:
@@ -875,9 +885,11 @@ def _scan_pairs(scan, keep: np.ndarray | None = None) -> tuple[np.ndarray, np.nd
 
 def _certify(pw: Pairwise, pw_t: Pairwise | None, sa: SparseAssignment, lists: _Lists,
              known: np.ndarray, risen: np.ndarray, delta: float, tol: float, stages: Stages
-             ) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray] | None, int]:
-    """Check c̄_ij ≥ −tol for every allowed pair. Returns (violating edges (rows, cols,
-    costs) to add, or None when certified; number of rows scanned). Pairs in ``risen``
+             ) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray] | None, int, int]:
+    """Check c̄_ij ≥ −tol for every allowed pair. Returns (edges (rows, cols, costs) to
+    add: the violating ones and, from scanned rows without a violation, those found
+    inside the scan's slack window; or None when certified; number of rows scanned; number
+    of those slack-window edges). Pairs in ``risen``
     columns are checked by column scans on ``pw_t`` = ``pw.swapped()`` (the row bounds
     ``known`` do not cover them)."""
     u, v = sa.u, sa.v
@@ -908,26 +920,38 @@ def _certify(pw: Pairwise, pw_t: Pairwise | None, sa: SparseAssignment, lists: _
             vc.append(c)
             # the row's other columns: at least its (CAP+1)-th value, or θ_i
             known[rows[bad]] = nxt[bad]
+        # rows whose scan met columns inside the slack window but none violating: their
+        # bound is that nearly tight value, which the next warm start's small rise of u_i
+        # passes (most rescans of later rounds); they join the graph with the violating
+        # edges when there is another round, and the bound moves past them
+        near = (scan.count > 0) & ~bad
     cols = np.flatnonzero(risen)
     if cols.size:
         # the same test from the column side (pw_t: the swapped problem): c_ij − u_i <
         # v_j − tol among the rows with α_i − u_i < v_j − tol and u_i > β_j − v_j + tol
         theta = v[cols] - tol
-        scan, _ = scan_gated(pw_t, cols, u, lists.alpha - u, theta,
-                             lists.beta[cols] - theta, cmax=delta, cap=SCAN_CAP,
-                             screened=lists.screened)
-        bad = scan.min < theta
-        if bad.any():
+        cscan, _ = scan_gated(pw_t, cols, u, lists.alpha - u, theta,
+                              lists.beta[cols] - theta, cmax=delta, cap=SCAN_CAP,
+                              screened=lists.screened)
+        cbad = cscan.min < theta
+        if cbad.any():
             violated = True
-            c, r = _scan_pairs(scan, bad)
+            c, r = _scan_pairs(cscan, cbad)
             vr.append(r)
             vc.append(c)
     if not violated:
-        return None, rows.size
+        return None, rows.size, 0
+    n_near = 0
+    if rows.size and near.any():
+        r, c = _scan_pairs(scan, near)
+        n_near = r.shape[0]
+        vr.append(r)
+        vc.append(c)
+        known[rows[near]] = nxt[near]
     r, c = np.concatenate(vr), np.concatenate(vc)
     key = np.unique(r * np.int64(pw.y.shape[0]) + c)
     r, c = key // pw.y.shape[0], key % pw.y.shape[0]
-    return (r, c, pair_costs(pw, r, c)), rows.size
+    return (r, c, pair_costs(pw, r, c)), rows.size, n_near
 
 
 def _tight_outside(pw: Pairwise, sa: SparseAssignment, lists: _Lists, delta: float,
