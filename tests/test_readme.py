@@ -79,7 +79,7 @@ NOT_RUN = {c: skip_reason(k, c, RAW.get(c, "")) for k, c in EXAMPLES if (k, c) n
 def test_the_readme_has_examples_and_no_outside_folder():
     kinds = [k for k, _ in RUN]
     assert kinds.count("bash") >= 6 and "python" in kinds
-    assert "../shared" not in TEXT and "--data-dir" not in "".join(c for _, c in EXAMPLES)
+    assert str(Path("..", "shared")) not in TEXT and "--data-dir" not in "".join(c for _, c in EXAMPLES)
     # what is left out, and why (not collected as skipped tests: nothing a user must fix)
     assert all(NOT_RUN.values()) and len(NOT_RUN) <= 8, NOT_RUN
 

@@ -1253,10 +1253,8 @@ def assignment_sets(ctx: LinkContext, cmp: Comparison, score: np.ndarray) -> Nea
     ts = np.full(n_a, np.inf)
     ok = ctx.truth >= 0
     if ok.any():
-        # the true partners' costs, from their agreement patterns
-        ia = np.flatnonzero(ok)
-        d = np.abs(cmp.a[ia] - cmp.b[ctx.truth[ia]]) <= tol
-        ts[ia] = score[(d.astype(np.int64) << np.arange(m)).sum(-1)]
+        # the true partners' costs, from their agreement patterns (the matrix is permuted)
+        ts[ok] = score[_true_patterns(cmp, ctx.truth)[ok]]
     return NearestSets(mn, (link >= 0).astype(np.int64), ok & (link == ctx.truth) & (link >= 0),
                        ts, link)
 
