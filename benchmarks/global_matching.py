@@ -25,7 +25,10 @@ same standardized data in its own subprocess of the same run, prints ours / fais
 table per size: each stage (the k-NN pass, then each solve + certificate round) with its
 seconds and the process's peak RSS at its end (a running maximum, so a stage's own peak
 is the first row where the figure rises). ``--k`` / ``--k-list`` set the solver's graph
-degree and list length (default: the attack's defaults).
+degree and list length (default: the attack's defaults). ``--faiss-k 2,24`` also times
+faiss's search for those list widths (its k = 1 search has a fused kernel of its own;
+from k = 2 on it scores by BLAS and keeps per-query heaps, which is what gdbrl's k-NN
+lists are compared with there).
 """
 
 from __future__ import annotations
@@ -89,7 +92,7 @@ class _StageLog:
         self.rows.append((time.perf_counter() - self.t0, peak, rec.getMessage()))
 
 
-def _faiss_child(n: int, seed: int) -> dict:
+def _faiss_child(n: int, seed: int, k: int = 1) -> dict:
     import faiss
     import numpy as np
 
@@ -102,21 +105,21 @@ def _faiss_child(n: int, seed: int) -> dict:
     t0 = time.perf_counter()
     ix = faiss.IndexFlatL2(a.shape[1])
     ix.add(b)
-    ix.search(a, 1)
+    ix.search(a, k)
     secs = time.perf_counter() - t0
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    return {"method": "faiss", "n": n, "seconds": secs, "peak_mb": peak,
+    return {"method": "faiss", "n": n, "k": k, "seconds": secs, "peak_mb": peak,
             "delta_mb": peak - base}
 
 
 def _child(method: str, n: int, seed: int, budget: int, progress: bool = False,
-           stages: bool = False, kw: dict | None = None) -> None:
+           stages: bool = False, kw: dict | None = None, faiss_k: int = 1) -> None:
     import numpy as np
 
     import linkrisk
 
     if method == "faiss":
-        print(json.dumps(_faiss_child(n, seed)))
+        print(json.dumps(_faiss_child(n, seed, faiss_k)))
         return
     x, y = _data(n, seed)
     log = None
@@ -221,14 +224,18 @@ def main() -> None:
                     help="per-stage seconds and peak RSS, and faiss k = 1 in the same run")
     ap.add_argument("--k", type=int, help="the candidate graph's initial degree")
     ap.add_argument("--k-list", type=int, help="the k-NN lists' length")
+    ap.add_argument("--faiss-k", default="1",
+                    help="with --stages: faiss list widths to time (comma-separated; "
+                         "default 1, always included)")
     ap.add_argument("--child", choices=["ours", "dense", "faiss"], help=argparse.SUPPRESS)
     ap.add_argument("--n", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         kw = {k: v for k, v in (("k", args.k), ("k_list", args.k_list)) if v is not None}
         _child(args.child, args.n, args.seed, args.memory_budget, args.progress, args.stages,
-               kw)
+               kw, int(args.faiss_k))
         return
+    faiss_ks = sorted({1, *(int(v) for v in args.faiss_k.split(",") if v)})
     extra = (["--stages"] if args.stages else []) + sum(
         ([f"--{o}", str(v)] for o, v in (("k", args.k), ("k-list", args.k_list))
          if v is not None), [])
@@ -243,9 +250,10 @@ def main() -> None:
             f"{'speed-up':>8} {'same cost':>9}")
     print(head)
     print("-" * len(head), flush=True)
-    stage_rows: list[tuple[int, dict, dict]] = []
+    stage_rows: list[tuple[int, list[dict], dict]] = []
     for n in sizes:
-        fa = _run("faiss", n, args.seed, None, args.memory_budget) if args.stages else None
+        fa = ([_run("faiss", n, args.seed, None, args.memory_budget,
+                    extra=["--faiss-k", str(k)]) for k in faiss_ks] if args.stages else None)
         ours = _run("ours", n, args.seed, None, args.memory_budget, args.progress, extra)
         dense = (_run("dense", n, args.seed, args.dense_timeout, args.memory_budget)
                  if n <= min(args.skip_dense_above, 20000) else None)
@@ -256,8 +264,10 @@ def main() -> None:
         _print_stages(n, fa, ours)
 
 
-def _print_stages(n: int, fa: dict, o: dict) -> None:
-    """Per-stage table of one size (see --stages) and the ratio to faiss k = 1."""
+def _print_stages(n: int, fas: list[dict], o: dict) -> None:
+    """Per-stage table of one size (see --stages) and the ratio to faiss k = 1 (and to
+    faiss's other list widths of ``--faiss-k``)."""
+    fa = fas[0]
     if "error" in fa or "error" in o:
         print(f"n = {n}: {fa.get('error') or o.get('error')}")
         return
@@ -266,6 +276,13 @@ def _print_stages(n: int, fa: dict, o: dict) -> None:
           f"{o['seconds'] / fa['seconds']:.2f}x faiss; k = {o['k']}, k_list = {o['k_list']}, "
           f"k-NN passes {o.get('knn_passes')}, total cost {o['total_cost']!r}, "
           f"certified {o['certified']}")
+    for f in fas[1:]:
+        if "error" in f:
+            print(f"  faiss k={f.get('k')}: {f['error']}")
+        else:
+            print(f"  faiss k={f['k']} {f['seconds']:.2f} s (peak {f['peak_mb']:.0f} MB): "
+                  f"{f['seconds'] / fa['seconds']:.2f}x its k = 1; gdbrl = "
+                  f"{o['seconds'] / f['seconds']:.2f}x it")
     print(f"  {'stage':<58} {'s':>8} {'at s':>8} {'peak MB':>8}")
     prev = 0.0
     for t, peak, msg in o.get("stages", []):
