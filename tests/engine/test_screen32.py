@@ -132,6 +132,64 @@ def test_threshold_lists_have_exact_costs_and_valid_bounds(n, n2, m, width, ties
         np.testing.assert_array_equal(nn.fwd_idx[:, 0], cdist(x, y, "sqeuclidean").argmin(1))
 
 
+
+def _elongated(n, n2, m, seed):
+    """Files stretched along one direction (a dominant principal component), as masked
+    files of correlated attributes are: most tiles are far from most chunks of rows."""
+    rng = np.random.default_rng(seed)
+    d = rng.standard_normal(m)
+    d /= np.linalg.norm(d)
+    x = np.outer(rng.uniform(-40, 40, n), d) + rng.standard_normal((n, m))
+    y = x[rng.permutation(n)[:n2] if n2 <= n else rng.integers(0, n, n2)]
+    return x, y + 0.3 * rng.standard_normal(y.shape)
+
+
+def test_band_intervals_bound_every_pair_of_a_skipped_tile():
+    """The band's geometry against brute force: a row whose projection lies g outside a
+    tile's interval has squared distance ≥ g² to every record of that tile (so a tile
+    skipped when g² exceeds every threshold holds no pair below one)."""
+    from linkrisk.engine.matching import screen32
+
+    x, y = _elongated(900, 800, 6, 1)
+    tau_f = np.full(900, 4.0, np.float32)
+    tau_b = np.full(800, 4.0, np.float32)
+    ox, oy, px, tlo, thi, ttm = screen32._band(x, y, tau_f, tau_b, 64)
+    assert sorted(ox) == list(range(900)) and sorted(oy) == list(range(800))
+    d2 = cdist(x[ox], y[oy], "sqeuclidean")
+    far = 0
+    for t, (lo, hi) in enumerate(zip(tlo, thi, strict=True)):
+        g = np.maximum(lo - px, px - hi)
+        rows = np.flatnonzero(g > 0)
+        far += rows.size
+        assert np.all(d2[rows, t * 64:(t + 1) * 64] >= g[rows, None] ** 2)
+        np.testing.assert_array_equal(ttm[t], tau_b[oy][t * 64:(t + 1) * 64].max())
+    assert far > 0.5 * 900 * len(tlo)  # elongated: most (row, tile) pairs are far apart
+
+
+@pytest.mark.parametrize("ties", [False, True])
+def test_band_skips_tiles_and_leaves_the_lists_unchanged(monkeypatch, ties):
+    """The pass in band order skips most tiles of elongated files, and its lists, scores
+    and bounds equal those of the pass in the files' own order (the skipped pairs are
+    above every threshold); both are checked against brute force."""
+    from linkrisk.engine.matching import screen32
+
+    monkeypatch.setattr(screen32, "TILE", 64)
+    monkeypatch.setattr(screen32, "CHUNK", 16)
+    if ties:  # repeated records and equal distances
+        x, y = _elongated(700, 650, 5, 2)
+        x, y = np.round(x), np.round(y)
+    else:
+        x, y = _elongated(1500, 1400, 13, 3)
+    pw = Pairwise.build(x, y, "sqeuclidean", root=True)
+    st_on, st_off = {}, {}
+    on = screen32.knn_thresholds(pw, 12, stats=st_on)
+    monkeypatch.setattr(screen32, "BAND", False)
+    off = screen32.knn_thresholds(pw, 12, stats=st_off)
+    assert st_on["band_skipped"] > 0.3 and st_off["band_skipped"] == 0
+    for f in ("fwd_idx", "fwd_score", "bwd_idx", "bwd_score", "fwd_bound", "bwd_bound"):
+        np.testing.assert_array_equal(getattr(on, f), getattr(off, f))
+    _check_threshold_lists(on, x, y, 12)
+
 def test_threshold_lists_overflowing_logs_are_scored_again(monkeypatch):
     from linkrisk.engine.matching import screen32
 

@@ -43,9 +43,11 @@ from .knn import KNN, insert_sorted, merge_threads, pair_costs, row_blocks
 from .tiles32 import FMA as _FMA
 from .tiles32 import scores32x2 as _scores32x2
 
-#: B columns per tile: 13 float32 attribute rows of 1024 columns (52 KiB) stay in L2 and
-#: the row's 4 KiB accumulator in L1
-TILE = 1024
+#: B columns per tile: 13 float32 attribute rows of 512 columns (26 KiB) and the rows'
+#: 2 KiB accumulators stay in a 48 KiB L1 (1024 columns, 52 KiB, do not: the threshold
+#: pass took 9.4 s against 7.2 s at 3·10⁵, see benchmarks/README.md, "Band along the
+#: principal direction"); narrower tiles are also skipped more often by the band
+TILE = 512
 #: attacker rows scored against one tile of B before the next tile (more rows per tile:
 #: the release is re-streamed from memory less often; see benchmarks/README.md)
 CHUNK = 128
@@ -316,11 +318,16 @@ def _offer_thr(a, i, t0, btt, tau_i, fi_, fj_, nf, li_, lj_, nl):
 
 @nb.njit(parallel=True, cache=True, fastmath=_FMA)
 def _thr_pass(x, nx, lo, hi, yt, ny, tile, chunk, tau_f, tau_b, f_i, f_j, f_n, l_i, l_j,
-              l_n):
+              l_n, px, tlo, thi, ttm, skipped):
     """Rows lo..hi of x (pre-scaled by −2) against all of y in float32 (the scores of
     :func:`_knn32_pass`): every score below its row's threshold ``tau_f`` is logged
     (f_i, f_j per thread, counts f_n), every score below its column's threshold ``tau_b``
-    too (l_i, l_j, l_n). A thread meets its rows in increasing order."""
+    too (l_i, l_j, l_n). A thread meets its rows in increasing order.
+    Band (:func:`_band`): ``px`` = the rows' projections on a unit direction, and per tile
+    of columns the interval [tlo, thi] of theirs and their largest threshold ``ttm``. A
+    chunk of rows whose interval is more than g away from a tile's skips that tile when
+    g² exceeds every threshold of both: each pair's exact squared distance is ≥ g², so
+    its score would be logged by neither threshold (pairs scored in ``skipped``)."""
     n_y = yt.shape[1]
     T = f_n.shape[0]
     n = hi - lo
@@ -333,10 +340,23 @@ def _thr_pass(x, nx, lo, hi, yt, ny, tile, chunk, tau_f, tau_b, f_i, f_j, f_n, l
         li_, lj_ = l_i[t], l_j[t]
         nf = 0
         nl = 0
+        sk = 0
         for c0 in range(r0, r1, chunk):
             nr = min(chunk, r1 - c0)
+            clo = np.inf
+            chi = -np.inf
+            ctm = -np.inf
+            for r in range(nr):
+                clo = min(clo, px[c0 + r])
+                chi = max(chi, px[c0 + r])
+                ctm = max(ctm, np.float64(tau_f[c0 + r]))
             for t0 in range(0, n_y, tile):
                 w = min(tile, n_y - t0)
+                tq = t0 // tile
+                g = max(tlo[tq] - chi, clo - thi[tq])
+                if g > 0.0 and g * g > max(ctm, ttm[tq]):
+                    sk += nr * w
+                    continue
                 nyt = ny[t0:t0 + w]
                 btt = tau_b[t0:t0 + w]
                 a = acc[:w]
@@ -354,6 +374,7 @@ def _thr_pass(x, nx, lo, hi, yt, ny, tile, chunk, tau_f, tau_b, f_i, f_j, f_n, l
                         nf, nl = _offer_thr(b, i + 1, t0, btt, kj, fi_, fj_, nf, li_, lj_, nl)
         f_n[t] = nf
         l_n[t] = nl
+        skipped[t] = sk
 
 
 @nb.njit(cache=True)
@@ -375,11 +396,13 @@ def _group(keys, vals, lo, n):
 
 
 @nb.njit(parallel=True, cache=True)
-def _truncate(ptr, idx, sc, out_i, out_s, nxt):
-    """Each group sorted by (score, index) and cut to the width of ``out_i`` (missing
-    entries −1, +inf); ``nxt`` = the first score cut off (+inf: none)."""
+def _truncate(ptr, idx, sc, out_i, out_s, nxt, dest):
+    """Each group sorted by (score, index), cut to the width of ``out_i`` (missing
+    entries −1, +inf) and written to row ``dest[r]``; ``nxt`` = the first score cut off
+    (+inf: none)."""
     W = out_i.shape[1]
     for r in nb.prange(ptr.shape[0] - 1):
+        d = dest[r]
         p0, p1 = ptr[r], ptr[r + 1]
         seg_i = idx[p0:p1]
         o1 = np.argsort(seg_i, kind="mergesort")
@@ -388,22 +411,23 @@ def _truncate(ptr, idx, sc, out_i, out_s, nxt):
         m = p1 - p0
         for q in range(W):
             if q < m:
-                out_i[r, q] = seg_i[o1[o2[q]]]
-                out_s[r, q] = s1[o2[q]]
+                out_i[d, q] = seg_i[o1[o2[q]]]
+                out_s[d, q] = s1[o2[q]]
             else:
-                out_i[r, q] = -1
-                out_s[r, q] = np.inf
+                out_i[d, q] = -1
+                out_s[d, q] = np.inf
         nxt[r] = s1[o2[W]] if m > W else np.inf
 
 
 def _finish_lists(pw: Pairwise, keys: np.ndarray, vals: np.ndarray, lo: int, n: int,
-                  tau: np.ndarray, z: np.ndarray, out_i: np.ndarray, out_s: np.ndarray
+                  tau: np.ndarray, rec: np.ndarray, out_i: np.ndarray, out_s: np.ndarray
                   ) -> tuple[np.ndarray, np.ndarray]:
-    """Logged pairs (key record in lo..lo+n, partner) as exact lists: grouped by key,
-    re-scored exactly with ``pw`` (key records are its rows), sorted by (score, index) and
-    cut to the lists' width. Returns each list's bound: L(τ) for the pairs never logged
-    (float32 score ≥ τ), or the first exact score cut off when lower, and the number of
-    pairs logged per key record."""
+    """Logged pairs (key in lo..lo+n, partner) as exact lists: grouped by key, re-scored
+    exactly with ``pw`` (key k is its row ``rec[k]``, partners are its columns), sorted by
+    (score, index), cut to the lists' width and written to rows ``rec[k]`` of ``out_i``,
+    ``out_s``. Returns, per key, the list's bound: L(τ) for the pairs never logged
+    (float32 score ≥ τ, or never scored by the band, see :func:`_band`), or the first exact
+    score cut off when lower, and the number of pairs logged."""
     ptr, part = _group(keys, vals, lo, n)
     nxt = np.empty(n)
     # key records in runs of about SORT_BLOCK entries: scored, sorted and cut run by run
@@ -413,13 +437,13 @@ def _finish_lists(pw: Pairwise, keys: np.ndarray, vals: np.ndarray, lo: int, n: 
         r1 = int(np.searchsorted(ptr, ptr[r0] + SORT_BLOCK, side="right")) - 1
         r1 = min(max(r1, r0 + 1), n)
         a, b = ptr[r0], ptr[r1]
-        rows = lo + r0 + np.repeat(np.arange(r1 - r0), np.diff(ptr[r0:r1 + 1]))
+        dest = rec[lo + r0:lo + r1]
+        rows = np.repeat(dest, np.diff(ptr[r0:r1 + 1]))
         sc = pair_costs(pw, rows, part[a:b])
-        _truncate(ptr[r0:r1 + 1] - a, part[a:b], sc, out_i[lo + r0:lo + r1],
-                  out_s[lo + r0:lo + r1], nxt[r0:r1])
+        _truncate(ptr[r0:r1 + 1] - a, part[a:b], sc, out_i, out_s, nxt[r0:r1], dest)
         r0 = r1
     with np.errstate(invalid="ignore"):
-        lb = np.maximum(lower_bound(tau.astype(np.float64), z[lo:lo + n]), 0.0)
+        lb = np.maximum(lower_bound(tau.astype(np.float64), pw.x[rec[lo:lo + n]]), 0.0)
     lb[~np.isfinite(tau)] = np.inf
     return np.minimum(lb, nxt), np.diff(ptr)
 
@@ -449,6 +473,55 @@ def _group_size(n_other: int, mean: float) -> tuple[int, int, int]:
     if G < 2 or NG * G > n_other // 2:
         return 0, 0, 0
     return G, NG, QR
+
+
+#: order both files along their principal direction (:func:`_band`), so that the pass
+#: skips the tiles too far from a chunk of rows to hold a pair below a threshold
+BAND = True
+#: ... in classes of records by threshold (these quantiles): a chunk's or tile's largest
+#: threshold then stays near its class's, instead of the few widest records' (figures in
+#: benchmarks/README.md, "Band along the principal direction")
+BAND_CLASSES = (0.5, 0.75, 0.9, 0.97)
+
+
+def _band(x: np.ndarray, y: np.ndarray, tau_f: np.ndarray, tau_b: np.ndarray, tile: int
+          ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The pass's order of rows and columns and its tile bounds. Records are projected on
+    the unit principal direction v of both files pooled, p = x·v; each file is sorted by
+    (threshold class, p), and per tile of ``tile`` sorted columns the interval of their p
+    and their largest threshold are kept. For any pair ‖x − y‖² ≥ (p_x − p_y)²
+    (Cauchy–Schwarz, ‖v‖ = 1), so a chunk of rows whose p are more than g from a tile's
+    has exact squared distances ≥ g² with all of it; the intervals are widened by far more
+    than the rounding of p. Returns (row order, column order, the sorted rows' p, tile
+    low, tile high, tile largest threshold); without ``BAND`` the files' own order and
+    intervals that never skip."""
+    n_x, n_y = x.shape[0], y.shape[0]
+    nt = -(-n_y // tile)
+    if not BAND or x.shape[1] < 2:
+        return (np.arange(n_x, dtype=IDX), np.arange(n_y, dtype=IDX), np.zeros(n_x),
+                np.full(nt, -np.inf), np.full(nt, np.inf), np.full(nt, np.inf))
+    n = n_x + n_y
+    mu = (x.sum(0) + y.sum(0)) / n
+    cov = (x.T @ x + y.T @ y) / n - np.outer(mu, mu)
+    v = np.linalg.eigh(cov)[1][:, -1]
+    v = v / np.linalg.norm(v)
+    px, py = x @ v, y @ v
+    # |computed p − x·v| ≤ m·2⁻⁵³·‖x‖·‖v‖₁ ≤ 10⁻¹⁴‖x‖ here; the margin is 10⁵ times that
+    big = float(np.sqrt(max(np.einsum("ij,ij->i", x, x).max(), np.einsum("ij,ij->i", y, y).max())))
+    eps = 1e-9 * (1.0 + big)
+
+    def order(p: np.ndarray, tau: np.ndarray) -> np.ndarray:
+        t = tau.astype(np.float64)
+        cls = np.searchsorted(np.quantile(t, BAND_CLASSES, method="inverted_cdf"), t)
+        return np.lexsort((p, cls)).astype(IDX)
+
+    ox, oy = order(px, tau_f), order(py, tau_b)
+    pys = py[oy]
+    starts = np.arange(0, n_y, tile)
+    tlo = np.minimum.reduceat(pys, starts) - eps
+    thi = np.maximum.reduceat(pys, starts) + eps
+    ttm = np.maximum.reduceat(tau_b[oy].astype(np.float64), starts)
+    return ox, oy, px[ox], tlo, thi, ttm
 
 
 def _sample_thresholds(z32: np.ndarray, nz: np.ndarray, other32: np.ndarray,
@@ -514,6 +587,11 @@ def knn_thresholds(pw: Pairwise, width: int, *, mean: float | None = None,
     tau_b = _sample_thresholds(y32, ny, x32, nx, L, T,
                                lambda d, n: report(float(n_x) * S + float(d) * R))
     t_sample = time.perf_counter() - t0
+    # the pass runs on both files in band order (_band); logged pairs are mapped back to
+    # the records' own numbers (ox, oy) before their lists are made
+    ox, oy, px, tlo, thi, ttm = _band(pw.x, pw.y, tau_f, tau_b, TILE)
+    xm2, nx_s, tau_fs = xm2[ox], nx[ox], tau_f[ox]
+    yt32, ny_s, tau_bs = np.ascontiguousarray(yt32[:, oy]), ny[oy], tau_b[oy]
     fwd_i = np.empty((n_x, W), IDX)
     fwd_s = np.empty((n_x, W))
     fwd_b = np.empty(n_x)
@@ -525,6 +603,8 @@ def knn_thresholds(pw: Pairwise, width: int, *, mean: float | None = None,
     per_row = int(LOG_FACTOR * L + LOG_FLOOR)
     f_n = np.zeros(T, np.int64)
     l_n = np.zeros(T, np.int64)
+    sk = np.zeros(T, np.int64)
+    skipped = 0
     reruns = 0
     t_rest = t_lists = 0.0
     # lists shorter than this are refilled (union graphs of short lists can lack a perfect
@@ -539,42 +619,46 @@ def knn_thresholds(pw: Pairwise, width: int, *, mean: float | None = None,
             f_j = np.empty((T, cap), IDX)
             l_i = np.empty((T, cap), IDX)
             l_j = np.empty((T, cap), IDX)
-            _thr_pass(xm2, nx, lo, hi, yt32, ny, TILE, CHUNK, tau_f, tau_b, f_i, f_j, f_n,
-                      l_i, l_j, l_n)
+            _thr_pass(xm2, nx_s, lo, hi, yt32, ny_s, TILE, CHUNK, tau_fs, tau_bs, f_i, f_j,
+                      f_n, l_i, l_j, l_n, px, tlo, thi, ttm, sk)
             if max(f_n.max(), l_n.max()) <= cap:
                 break
             reruns += 1
             cap = int(max(f_n.max(), l_n.max()) * 1.25) + 64
+        skipped += int(sk.sum())
         t1 = time.perf_counter()
         t_rest += t1 - t0
         keys = np.concatenate([f_i[t, :f_n[t]] for t in range(T)])
-        vals = np.concatenate([f_j[t, :f_n[t]] for t in range(T)])
-        fwd_b[lo:hi], cnt = _finish_lists(sq, keys, vals, lo, hi - lo, tau_f[lo:hi], pw.x,
-                                          fwd_i, fwd_s)
-        short_f.append(lo + np.flatnonzero(cnt < k_min))
+        vals = oy[np.concatenate([f_j[t, :f_n[t]] for t in range(T)])]
+        b, cnt = _finish_lists(sq, keys, vals, lo, hi - lo, tau_fs[lo:hi], ox, fwd_i, fwd_s)
+        fwd_b[ox[lo:hi]] = b
+        short_f.append(ox[lo + np.flatnonzero(cnt < k_min)])
         add = int(l_n.sum())
         if nbl + add > bl.shape[1]:
             bl = np.concatenate([bl[:, :nbl], np.empty((2, max(add, nbl // 2)), IDX)], 1)
         for t in range(T):
             bl[0, nbl:nbl + l_n[t]] = l_j[t, :l_n[t]]
-            bl[1, nbl:nbl + l_n[t]] = l_i[t, :l_n[t]]
+            bl[1, nbl:nbl + l_n[t]] = ox[l_i[t, :l_n[t]]]
             nbl += int(l_n[t])
         del f_i, f_j, l_i, l_j
         t_lists += time.perf_counter() - t1
         report(float(n_x) * S + float(n_y) * R + float(n_y) * hi)
+    del xm2, yt32
     keys, vals = bl[0, :nbl], bl[1, :nbl]
     bwd_i = np.empty((n_y, W), IDX)
     bwd_s = np.empty((n_y, W))
+    bwd_b = np.empty(n_y)
     t1 = time.perf_counter()
     pw_t = pw.swapped()
-    bwd_b, cnt = _finish_lists(dataclasses.replace(pw_t, root=False), keys, vals, 0, n_y,
-                               tau_b, pw.y, bwd_i, bwd_s)
+    b, cnt = _finish_lists(dataclasses.replace(pw_t, root=False), keys, vals, 0, n_y, tau_bs,
+                           oy, bwd_i, bwd_s)
+    bwd_b[oy] = b
     del keys, vals, bl
     t_lists += time.perf_counter() - t1
     # lists whose sample threshold came out low: the smallest scores over the whole file
     t1 = time.perf_counter()
     short_f = np.concatenate(short_f)
-    short_b = np.flatnonzero(cnt < k_min)
+    short_b = oy[np.flatnonzero(cnt < k_min)]
     if short_f.size:
         _refill_short(pw, short_f, fwd_i, fwd_s, fwd_b)
     if short_b.size:
@@ -584,5 +668,6 @@ def knn_thresholds(pw: Pairwise, width: int, *, mean: float | None = None,
         stats.update(sample_cols=S, sample_rows=R, reruns=reruns, seconds_sample=t_sample,
                      seconds_rest=t_rest, seconds_lists=t_lists, seconds_short=t_short,
                      short_rows=int(short_f.size), short_cols=int(short_b.size),
-                     fwd_logged=int(np.isfinite(fwd_s).sum()), bwd_logged=nbl)
+                     fwd_logged=int(np.isfinite(fwd_s).sum()), bwd_logged=nbl,
+                     band_skipped=skipped / (float(n_x) * n_y))
     return KNN(fwd_i, fwd_s, bwd_i, bwd_s, fwd_b, bwd_b)
