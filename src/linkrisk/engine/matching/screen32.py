@@ -39,6 +39,7 @@ import numpy as np
 from ..nearest.kernels import Pairwise
 from ..nearest.rules import Progress
 from ..nearest.screen import lower_bound
+from . import band
 from .knn import KNN, insert_sorted, merge_threads, pair_costs, row_blocks
 from .tiles32 import FMA as _FMA
 from .tiles32 import scores32x2 as _scores32x2
@@ -490,25 +491,19 @@ def _band(x: np.ndarray, y: np.ndarray, tau_f: np.ndarray, tau_b: np.ndarray, ti
     the unit principal direction v of both files pooled, p = x·v; each file is sorted by
     (threshold class, p), and per tile of ``tile`` sorted columns the interval of their p
     and their largest threshold are kept. For any pair ‖x − y‖² ≥ (p_x − p_y)²
-    (Cauchy–Schwarz, ‖v‖ = 1), so a chunk of rows whose p are more than g from a tile's
-    has exact squared distances ≥ g² with all of it; the intervals are widened by far more
-    than the rounding of p. Returns (row order, column order, the sorted rows' p, tile
-    low, tile high, tile largest threshold); without ``BAND`` the files' own order and
-    intervals that never skip."""
+    (Cauchy–Schwarz, ‖v‖ = 1; :mod:`.band`), so a chunk of rows whose p are more than g
+    from a tile's has exact squared distances ≥ g² with all of it; the intervals are
+    widened by :func:`.band.margin`, far more than the rounding of p. Returns (row order,
+    column order, the sorted rows' p, tile low, tile high, tile largest threshold);
+    without ``BAND`` the files' own order and intervals that never skip."""
     n_x, n_y = x.shape[0], y.shape[0]
     nt = -(-n_y // tile)
     if not BAND or x.shape[1] < 2:
         return (np.arange(n_x, dtype=IDX), np.arange(n_y, dtype=IDX), np.zeros(n_x),
                 np.full(nt, -np.inf), np.full(nt, np.inf), np.full(nt, np.inf))
-    n = n_x + n_y
-    mu = (x.sum(0) + y.sum(0)) / n
-    cov = (x.T @ x + y.T @ y) / n - np.outer(mu, mu)
-    v = np.linalg.eigh(cov)[1][:, -1]
-    v = v / np.linalg.norm(v)
+    v = band.direction(x, y)
     px, py = x @ v, y @ v
-    # |computed p − x·v| ≤ m·2⁻⁵³·‖x‖·‖v‖₁ ≤ 10⁻¹⁴‖x‖ here; the margin is 10⁵ times that
-    big = float(np.sqrt(max(np.einsum("ij,ij->i", x, x).max(), np.einsum("ij,ij->i", y, y).max())))
-    eps = 1e-9 * (1.0 + big)
+    eps = band.margin(x, y)
 
     def order(p: np.ndarray, tau: np.ndarray) -> np.ndarray:
         t = tau.astype(np.float64)
@@ -516,11 +511,8 @@ def _band(x: np.ndarray, y: np.ndarray, tau_f: np.ndarray, tau_b: np.ndarray, ti
         return np.lexsort((p, cls)).astype(IDX)
 
     ox, oy = order(px, tau_f), order(py, tau_b)
-    pys = py[oy]
-    starts = np.arange(0, n_y, tile)
-    tlo = np.minimum.reduceat(pys, starts) - eps
-    thi = np.maximum.reduceat(pys, starts) + eps
-    ttm = np.maximum.reduceat(tau_b[oy].astype(np.float64), starts)
+    tlo, thi = band.intervals(py[oy], tile, eps)
+    ttm = np.maximum.reduceat(tau_b[oy].astype(np.float64), np.arange(0, n_y, tile))
     return ox, oy, px[ox], tlo, thi, ttm
 
 
