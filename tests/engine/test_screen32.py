@@ -153,7 +153,7 @@ def test_band_intervals_bound_every_pair_of_a_skipped_tile():
     x, y = _elongated(900, 800, 6, 1)
     tau_f = np.full(900, 4.0, np.float32)
     tau_b = np.full(800, 4.0, np.float32)
-    ox, oy, px, tlo, thi, ttm = screen32._band(x, y, tau_f, tau_b, 64)
+    ox, oy, px, tlo, thi, ttm, tnm = screen32._band(x, y, tau_f, tau_b, 64)
     assert sorted(ox) == list(range(900)) and sorted(oy) == list(range(800))
     d2 = cdist(x[ox], y[oy], "sqeuclidean")
     far = 0
@@ -163,6 +163,7 @@ def test_band_intervals_bound_every_pair_of_a_skipped_tile():
         far += rows.size
         assert np.all(d2[rows, t * 64:(t + 1) * 64] >= g[rows, None] ** 2)
         np.testing.assert_array_equal(ttm[t], tau_b[oy][t * 64:(t + 1) * 64].max())
+        np.testing.assert_allclose(tnm[t], (y[oy][t * 64:(t + 1) * 64] ** 2).sum(1).max())
     assert far > 0.5 * 900 * len(tlo)  # elongated: most (row, tile) pairs are far apart
 
 

@@ -319,16 +319,18 @@ def _offer_thr(a, i, t0, btt, tau_i, fi_, fj_, nf, li_, lj_, nl):
 
 @nb.njit(parallel=True, cache=True, fastmath=_FMA)
 def _thr_pass(x, nx, lo, hi, yt, ny, tile, chunk, tau_f, tau_b, f_i, f_j, f_n, l_i, l_j,
-              l_n, px, tlo, thi, ttm, skipped):
+              l_n, px, tlo, thi, ttm, tnm, cerr, skipped):
     """Rows lo..hi of x (pre-scaled by −2) against all of y in float32 (the scores of
     :func:`_knn32_pass`): every score below its row's threshold ``tau_f`` is logged
     (f_i, f_j per thread, counts f_n), every score below its column's threshold ``tau_b``
     too (l_i, l_j, l_n). A thread meets its rows in increasing order.
     Band (:func:`_band`): ``px`` = the rows' projections on a unit direction, and per tile
-    of columns the interval [tlo, thi] of theirs and their largest threshold ``ttm``. A
-    chunk of rows whose interval is more than g away from a tile's skips that tile when
-    g² exceeds every threshold of both: each pair's exact squared distance is ≥ g², so
-    its score would be logged by neither threshold (pairs scored in ``skipped``)."""
+    of columns the interval [tlo, thi] of theirs, their largest threshold ``ttm`` and
+    largest squared norm ``tnm``. A chunk of rows whose interval is g away from a tile's
+    skips that tile when g² − cerr·(the largest squared norms of both) exceeds every
+    threshold of both: each pair's exact squared distance is ≥ g², its float32 score ≥
+    that − cerr·(‖x‖² + ‖y‖²) (the screen's error bound), so neither threshold would log
+    it: the logs are the same (pairs skipped counted in ``skipped``)."""
     n_y = yt.shape[1]
     T = f_n.shape[0]
     n = hi - lo
@@ -347,15 +349,17 @@ def _thr_pass(x, nx, lo, hi, yt, ny, tile, chunk, tau_f, tau_b, f_i, f_j, f_n, l
             clo = np.inf
             chi = -np.inf
             ctm = -np.inf
+            cn = 0.0
             for r in range(nr):
                 clo = min(clo, px[c0 + r])
                 chi = max(chi, px[c0 + r])
                 ctm = max(ctm, np.float64(tau_f[c0 + r]))
+                cn = max(cn, np.float64(nx[c0 + r]))
             for t0 in range(0, n_y, tile):
                 w = min(tile, n_y - t0)
                 tq = t0 // tile
                 g = max(tlo[tq] - chi, clo - thi[tq])
-                if g > 0.0 and g * g > max(ctm, ttm[tq]):
+                if g > 0.0 and g * g - cerr * (cn + tnm[tq]) > max(ctm, ttm[tq]):
                     sk += nr * w
                     continue
                 nyt = ny[t0:t0 + w]
@@ -486,7 +490,8 @@ BAND_CLASSES = (0.5, 0.75, 0.9, 0.97)
 
 
 def _band(x: np.ndarray, y: np.ndarray, tau_f: np.ndarray, tau_b: np.ndarray, tile: int
-          ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+          ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                     np.ndarray]:
     """The pass's order of rows and columns and its tile bounds. Records are projected on
     the unit principal direction v of both files pooled, p = x·v; each file is sorted by
     (threshold class, p), and per tile of ``tile`` sorted columns the interval of their p
@@ -494,13 +499,15 @@ def _band(x: np.ndarray, y: np.ndarray, tau_f: np.ndarray, tau_b: np.ndarray, ti
     (Cauchy–Schwarz, ‖v‖ = 1; :mod:`.band`), so a chunk of rows whose p are more than g
     from a tile's has exact squared distances ≥ g² with all of it; the intervals are
     widened by :func:`.band.margin`, far more than the rounding of p. Returns (row order,
-    column order, the sorted rows' p, tile low, tile high, tile largest threshold);
-    without ``BAND`` the files' own order and intervals that never skip."""
+    column order, the sorted rows' p, tile low, tile high, tile largest threshold, tile
+    largest squared norm); without ``BAND`` the files' own order and intervals that never
+    skip."""
     n_x, n_y = x.shape[0], y.shape[0]
     nt = -(-n_y // tile)
     if not BAND or x.shape[1] < 2:
         return (np.arange(n_x, dtype=IDX), np.arange(n_y, dtype=IDX), np.zeros(n_x),
-                np.full(nt, -np.inf), np.full(nt, np.inf), np.full(nt, np.inf))
+                np.full(nt, -np.inf), np.full(nt, np.inf), np.full(nt, np.inf),
+                np.zeros(nt))
     v = band.direction(x, y)
     px, py = x @ v, y @ v
     eps = band.margin(x, y)
@@ -512,8 +519,10 @@ def _band(x: np.ndarray, y: np.ndarray, tau_f: np.ndarray, tau_b: np.ndarray, ti
 
     ox, oy = order(px, tau_f), order(py, tau_b)
     tlo, thi = band.intervals(py[oy], tile, eps)
-    ttm = np.maximum.reduceat(tau_b[oy].astype(np.float64), np.arange(0, n_y, tile))
-    return ox, oy, px[ox], tlo, thi, ttm
+    starts = np.arange(0, n_y, tile)
+    ttm = np.maximum.reduceat(tau_b[oy].astype(np.float64), starts)
+    tnm = np.maximum.reduceat(np.einsum("ij,ij->i", y, y)[oy], starts)
+    return ox, oy, px[ox], tlo, thi, ttm, tnm
 
 
 def _sample_thresholds(z32: np.ndarray, nz: np.ndarray, other32: np.ndarray,
@@ -581,7 +590,9 @@ def knn_thresholds(pw: Pairwise, width: int, *, mean: float | None = None,
     t_sample = time.perf_counter() - t0
     # the pass runs on both files in band order (_band); logged pairs are mapped back to
     # the records' own numbers (ox, oy) before their lists are made
-    ox, oy, px, tlo, thi, ttm = _band(pw.x, pw.y, tau_f, tau_b, TILE)
+    ox, oy, px, tlo, thi, ttm, tnm = _band(pw.x, pw.y, tau_f, tau_b, TILE)
+    # the float32 scores' error constant (lower_bound's c), with room for the float32 norms
+    cerr = 4.0 * (pw.x.shape[1] + 3) * 2.0**-23 * 1.01
     xm2, nx_s, tau_fs = xm2[ox], nx[ox], tau_f[ox]
     yt32, ny_s, tau_bs = np.ascontiguousarray(yt32[:, oy]), ny[oy], tau_b[oy]
     fwd_i = np.empty((n_x, W), IDX)
@@ -612,7 +623,7 @@ def knn_thresholds(pw: Pairwise, width: int, *, mean: float | None = None,
             l_i = np.empty((T, cap), IDX)
             l_j = np.empty((T, cap), IDX)
             _thr_pass(xm2, nx_s, lo, hi, yt32, ny_s, TILE, CHUNK, tau_fs, tau_bs, f_i, f_j,
-                      f_n, l_i, l_j, l_n, px, tlo, thi, ttm, sk)
+                      f_n, l_i, l_j, l_n, px, tlo, thi, ttm, tnm, cerr, sk)
             if max(f_n.max(), l_n.max()) <= cap:
                 break
             reruns += 1
