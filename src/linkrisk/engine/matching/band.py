@@ -22,18 +22,15 @@ def direction(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return v / np.linalg.norm(v)
 
 
-def margin(x: np.ndarray, y: np.ndarray) -> float:
-    """Half-width added to every interval of projections: |computed x·v − x·v| ≤
-    m·2⁻⁵³·‖x‖·‖v‖₁ ≤ 10⁻¹⁴‖x‖ for m ≤ 100 attributes, and the distances the gaps are
-    compared with are rounded at 10⁻¹⁶ relative; this is 10⁵ times both."""
-    big = max(float(np.einsum("ij,ij->i", x, x).max(initial=0.0)),
-              float(np.einsum("ij,ij->i", y, y).max(initial=0.0)))
+def margin(big: float) -> float:
+    """Half-width added to every interval of projections, for records of squared norm at
+    most ``big``: |computed x·v − x·v| ≤ m·2⁻⁵³·‖x‖·‖v‖₁ ≤ 10⁻¹⁴‖x‖ for m ≤ 100
+    attributes, and the distances the gaps are compared with are rounded at 10⁻¹⁶
+    relative; this is 10⁵ times both."""
     return 1e-9 * (1.0 + np.sqrt(big))
 
 
 def intervals(p: np.ndarray, size: int, eps: float) -> tuple[np.ndarray, np.ndarray]:
     """Per block of ``size`` consecutive entries of ``p``: [min − eps, max + eps]."""
     starts = np.arange(0, p.shape[0], size)
-    if starts.size == 0:
-        return np.empty(0), np.empty(0)
     return np.minimum.reduceat(p, starts) - eps, np.maximum.reduceat(p, starts) + eps

@@ -26,6 +26,7 @@ import numpy as np
 from ...errors import LinkriskError
 from ..nearest.kernels import Pairwise, tile_scores
 from ..nearest.rules import Progress
+from ..nearest.screen import error_constant
 from .tiles32 import FMA, scores32x2
 
 
@@ -502,7 +503,7 @@ def _screen_args(pw: Pairwise, yts: np.ndarray, off: np.ndarray, starts: np.ndar
     nx32 = np.einsum("ij,ij->i", x32, x32).astype(np.float32)
     ny32 = np.einsum("ij,ij->j", yt32, yt32).astype(np.float32)
     nymax = np.maximum.reduceat(np.einsum("ij,ij->j", yts, yts), starts)
-    cerr = 4.0 * (pw.x.shape[1] + 3) * 2.0**-23
+    cerr = error_constant(pw.x.shape[1])
     with np.errstate(over="ignore"):  # |off| beyond float32: inf, a block that always hits
         off32 = off.astype(np.float32)
     omax = np.maximum.reduceat(np.abs(off), starts)

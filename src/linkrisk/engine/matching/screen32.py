@@ -38,7 +38,7 @@ import numpy as np
 
 from ..nearest.kernels import Pairwise
 from ..nearest.rules import Progress
-from ..nearest.screen import lower_bound
+from ..nearest.screen import error_constant, lower_bound
 from . import band
 from .knn import KNN, insert_sorted, merge_threads, pair_costs, row_blocks
 from .tiles32 import FMA as _FMA
@@ -510,7 +510,8 @@ def _band(x: np.ndarray, y: np.ndarray, tau_f: np.ndarray, tau_b: np.ndarray, ti
                 np.zeros(nt))
     v = band.direction(x, y)
     px, py = x @ v, y @ v
-    eps = band.margin(x, y)
+    y2 = np.einsum("ij,ij->i", y, y)
+    eps = band.margin(max(float(np.einsum("ij,ij->i", x, x).max()), float(y2.max())))
 
     def order(p: np.ndarray, tau: np.ndarray) -> np.ndarray:
         t = tau.astype(np.float64)
@@ -521,7 +522,7 @@ def _band(x: np.ndarray, y: np.ndarray, tau_f: np.ndarray, tau_b: np.ndarray, ti
     tlo, thi = band.intervals(py[oy], tile, eps)
     starts = np.arange(0, n_y, tile)
     ttm = np.maximum.reduceat(tau_b[oy].astype(np.float64), starts)
-    tnm = np.maximum.reduceat(np.einsum("ij,ij->i", y, y)[oy], starts)
+    tnm = np.maximum.reduceat(y2[oy], starts)
     return ox, oy, px[ox], tlo, thi, ttm, tnm
 
 
@@ -592,7 +593,7 @@ def knn_thresholds(pw: Pairwise, width: int, *, mean: float | None = None,
     # the records' own numbers (ox, oy) before their lists are made
     ox, oy, px, tlo, thi, ttm, tnm = _band(pw.x, pw.y, tau_f, tau_b, TILE)
     # the float32 scores' error constant (lower_bound's c), with room for the float32 norms
-    cerr = 4.0 * (pw.x.shape[1] + 3) * 2.0**-23 * 1.01
+    cerr = error_constant(pw.x.shape[1]) * 1.01
     xm2, nx_s, tau_fs = xm2[ox], nx[ox], tau_f[ox]
     yt32, ny_s, tau_bs = np.ascontiguousarray(yt32[:, oy]), ny[oy], tau_b[oy]
     fwd_i = np.empty((n_x, W), IDX)

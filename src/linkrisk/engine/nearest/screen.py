@@ -120,6 +120,12 @@ def second_in_part(a32: np.ndarray, bp32: np.ndarray) -> np.ndarray:
     return out
 
 
+def error_constant(m: int, unit: float = 2.0**-23) -> float:
+    """c = 4(m+3)·unit: |float32 score − ‖a−b‖²| ≤ c·(‖a‖² + ‖b‖²) for m attributes (see
+    :func:`lower_bound`)."""
+    return 4.0 * (m + 3) * unit
+
+
 def lower_bound(d: np.ndarray, a: np.ndarray, unit: float = 2.0**-23) -> np.ndarray:
     """A lower bound of the exact squared distance ‖a−b‖² of every record b whose float32
     faiss score is ≥ ``d``.
@@ -129,7 +135,7 @@ def lower_bound(d: np.ndarray, a: np.ndarray, unit: float = 2.0**-23) -> np.ndar
     dot product and the norms). With ‖b‖² ≤ 2‖a‖² + 2‖a−b‖² this gives
     ‖a−b‖² ≥ (faiss − 3c‖a‖²) / (1 + 2c), a bound that does not depend on b. ``unit``:
     the rounding unit of the arithmetic."""
-    c = 4.0 * (a.shape[1] + 3) * unit
+    c = error_constant(a.shape[1], unit)
     return (d.astype(np.float64) - 3.0 * c * np.einsum("ij,ij->i", a, a)) / (1.0 + 2.0 * c)
 
 
