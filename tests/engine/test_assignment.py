@@ -48,12 +48,14 @@ def _check(sa: SparseAssignment, want: float) -> None:
 
 @pytest.mark.parametrize("n,deg,levels,seed", [(60, 3, 4, 0), (200, 4, 3, 1),
                                                (1300, 3, 20, 2), (1300, 5, 5, 3)])
-@pytest.mark.parametrize("mode", ["warm", "rewarm", "mixed", "prices"])
+@pytest.mark.parametrize("mode", ["warm", "rewarm", "rewarm-paths", "mixed", "prices"])
 def test_warm_starts_equal_scipy_with_ties(n, deg, levels, seed, mode):
     rng = np.random.default_rng(seed)
     (rows, cols, costs), held = _graph(n, deg, rng, levels)
     # n > 1000: the cold start goes through the auction prices
     sa = SparseAssignment(*to_csr(rows[~held], cols[~held], costs[~held], n), n)
+    if mode == "rewarm-paths":
+        sa.settle_paths = n  # the freed rows settled by shortest paths, without an auction
     assert sa.solve()
     _check(sa, _optimum(n, rows[~held], cols[~held], costs[~held]))
     sa.flatten()
@@ -65,7 +67,7 @@ def test_warm_starts_equal_scipy_with_ties(n, deg, levels, seed, mode):
     for step, b in enumerate(batches):
         sa.add_edges(rows[b], cols[b], costs[b])
         have[b] = True
-        if mode == "rewarm" or (mode == "mixed" and step == 1):
+        if mode in ("rewarm", "rewarm-paths") or (mode == "mixed" and step == 1):
             sa.rewarm()  # back to the duals before the last flatten, re-freeing rows
             assert sa.started
         elif mode == "prices":
@@ -82,7 +84,8 @@ def test_warm_starts_equal_scipy_with_ties(n, deg, levels, seed, mode):
             sa.polish()
             _check(sa, want)
     assert freed > 0  # the added edges violated the duals: warm starts were exercised
-    # above 1,000 rows a rewarm settles the freed rows by an auction first
+    # above 1,000 rows a rewarm settles the freed rows by an auction first (here more than
+    # SETTLE_PATHS rows are freed), unless settle_paths says shortest paths alone
     assert (bids > 0) == (n > 1000 and mode in ("rewarm", "mixed"))
 
 

@@ -133,6 +133,27 @@ def test_fast_squared_euclidean_path_gives_the_shared_kernels_bits():
         assert np.array_equal(dense_costs(pw), dense_costs(pw, reference=True))
 
 
+
+@pytest.mark.parametrize("metric", METRICS + ["sqeuclidean13"])
+@pytest.mark.parametrize("root", [False, True])
+def test_pair_costs_have_the_scans_bits(metric, root):
+    """pair_costs reads y by rows; its costs must equal the scans' (yᵀ, tiles) to the bit,
+    since lists, bounds and certificates compare them."""
+    if metric == "sqeuclidean13":
+        rng = np.random.default_rng(4)
+        x, y, kw, metric = rng.standard_normal((40, 13)), rng.standard_normal((90, 13)), {}, \
+            "sqeuclidean"
+    else:
+        x, y, kw = _data(metric, 40, 90, 4)
+    pw = Pairwise.build(x, y, metric, root=root, **kw)
+    rng = np.random.default_rng(5)
+    ia, ib = rng.integers(-1, 40, 3000), rng.integers(-1, 90, 3000)
+    got = pair_costs(pw, ia, ib)
+    ok = (ia >= 0) & (ib >= 0)
+    assert np.isinf(got[~ok]).all()
+    for ref in (dense_costs(pw), dense_costs(pw, reference=True)):
+        assert np.array_equal(got[ok], ref[ia[ok], ib[ok]])
+
 @pytest.mark.parametrize("root", [False, True])
 def test_scans_equal_brute_force(root):
     x, y, _ = _data("sqeuclidean", 120, 150, 4)

@@ -48,6 +48,13 @@ from scipy.sparse.csgraph import connected_components, maximum_bipartite_matchin
 
 from ..nearest.rules import Progress
 
+#: after :meth:`SparseAssignment.rewarm`, the freed rows bid in an auction only when more
+#: than this many were freed; fewer are settled by the row reduction and shortest paths
+#: alone, which then cost less than the auction's spread (10⁵: 77 freed, 16 left after the
+#: row reduction, 0.25 s of paths against an auction in which 50,000 rows bid, 0.6 s;
+#: 3·10⁵: 202 freed, 103 left, 1.7 s of paths against 0.7 s; see benchmarks/README.md,
+#: "Few freed rows")
+SETTLE_PATHS = 100
 
 # ---------------------------------------------------------------------------------------
 # compiled core
@@ -602,6 +609,7 @@ class SparseAssignment:
         self.eps0, self.eps_div, self.eps_end = 0.002, 5.0, 1e-7
         self.warm_eps0 = 1e-3    # restart(keep_prices=True)
         self.rewarm_eps0 = 1e-5  # the freed rows' auction after rewarm()
+        self.settle_paths = SETTLE_PATHS
         self._settle = False
         self._prices: np.ndarray | None = None
         self._raw: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
@@ -647,15 +655,18 @@ class SparseAssignment:
                            self.row4col)
             self.started = True
         elif self._settle:
-            # after rewarm(): the freed rows bid first (see warm_auction)
+            # after rewarm(): the freed rows bid first (see warm_auction), unless so few
+            # were freed that the row reduction and shortest paths settle them for less
+            # than the auction's spread (SETTLE_PATHS)
             self._settle = False
-            if self.auction and self.n_rows > 1000:
+            if (self.auction and self.n_rows > 1000
+                    and int((self.col4row < 0).sum()) > self.settle_paths):
                 self.warm_auction(self.rewarm_eps0)
             t = _lap(pt, "auction", t)
         t = _lap(pt, "start", t)
-        free = np.flatnonzero(self.col4row < 0)
         # augmenting row reduction (cold and warm starts): cheap local bidding settles most
         # free rows; it only lowers v
+        free = np.flatnonzero(self.col4row < 0)
         for _ in range(2):  # two passes, as JV
             if free.size == 0:
                 break

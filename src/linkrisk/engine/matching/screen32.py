@@ -404,24 +404,39 @@ def _group(keys, vals, lo, n):
 def _truncate(ptr, idx, sc, out_i, out_s, nxt, dest):
     """Each group sorted by (score, index), cut to the width of ``out_i`` (missing
     entries −1, +inf) and written to row ``dest[r]``; ``nxt`` = the first score cut off
-    (+inf: none)."""
+    (+inf: none). Insertion into the row of ``out_i``/``out_s`` itself: groups are about
+    twice the width, so this costs less than sorting each group (two argsorts and their
+    temporaries per row took 0.28–0.34 s at 10⁵)."""
     W = out_i.shape[1]
     for r in nb.prange(ptr.shape[0] - 1):
         d = dest[r]
-        p0, p1 = ptr[r], ptr[r + 1]
-        seg_i = idx[p0:p1]
-        o1 = np.argsort(seg_i, kind="mergesort")
-        s1 = sc[p0:p1][o1]
-        o2 = np.argsort(s1, kind="mergesort")
-        m = p1 - p0
-        for q in range(W):
-            if q < m:
-                out_i[d, q] = seg_i[o1[o2[q]]]
-                out_s[d, q] = s1[o2[q]]
+        oi = out_i[d]
+        os_ = out_s[d]
+        cut = np.inf
+        m = 0  # entries held, sorted by (score, index)
+        for p in range(ptr[r], ptr[r + 1]):
+            s = sc[p]
+            j = idx[p]
+            if m == W:
+                # full: the entry joins only if it precedes the last one, which is cut
+                if s > os_[W - 1] or (s == os_[W - 1] and j > oi[W - 1]):
+                    cut = min(cut, s)
+                    continue
+                cut = min(cut, os_[W - 1])
+                q = W - 1
             else:
-                out_i[d, q] = -1
-                out_s[d, q] = np.inf
-        nxt[r] = s1[o2[W]] if m > W else np.inf
+                q = m
+                m += 1
+            while q > 0 and (os_[q - 1] > s or (os_[q - 1] == s and oi[q - 1] > j)):
+                os_[q] = os_[q - 1]
+                oi[q] = oi[q - 1]
+                q -= 1
+            os_[q] = s
+            oi[q] = j
+        for q in range(m, W):
+            oi[q] = -1
+            os_[q] = np.inf
+        nxt[r] = cut
 
 
 def _finish_lists(pw: Pairwise, keys: np.ndarray, vals: np.ndarray, lo: int, n: int,
