@@ -547,20 +547,34 @@ def _merge_count(ip, ix, jp, jx, ptr):
         ptr[i + 1] = ptr[i] + cnt
 
 
-@nb.njit(cache=True)
+@nb.njit(parallel=True, cache=True)
 def _merge_fill(ip, ix, w, jp, jx, jw, ptr, out_x, out_w):
-    for i in range(ip.shape[0] - 1):
+    # rows in parallel (ptr fixes where each goes); a row that only one graph has is
+    # copied whole: a repair round adds few edges to a graph of millions, and the merge's
+    # data-dependent branches cost several times a copy
+    for i in nb.prange(ip.shape[0] - 1):
         a, ae, b, be = ip[i], ip[i + 1], jp[i], jp[i + 1]
         p = ptr[i]
+        if b == be:
+            out_x[p:p + ae - a] = ix[a:ae]
+            out_w[p:p + ae - a] = w[a:ae]
+            continue
+        if a == ae:
+            out_x[p:p + be - b] = jx[b:be]
+            out_w[p:p + be - b] = jw[b:be]
+            continue
         while a < ae or b < be:
             if b >= be or (a < ae and ix[a] < jx[b]):
-                out_x[p], out_w[p] = ix[a], w[a]
+                out_x[p] = ix[a]
+                out_w[p] = w[a]
                 a += 1
             elif a >= ae or jx[b] < ix[a]:
-                out_x[p], out_w[p] = jx[b], jw[b]
+                out_x[p] = jx[b]
+                out_w[p] = jw[b]
                 b += 1
             else:
-                out_x[p], out_w[p] = ix[a], w[a]
+                out_x[p] = ix[a]
+                out_w[p] = w[a]
                 a += 1
                 b += 1
             p += 1
