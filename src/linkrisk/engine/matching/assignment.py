@@ -778,7 +778,8 @@ class SparseAssignment:
         and free the rows whose added edges violate them; the next :meth:`solve` is a
         warm start from there, in which the freed rows first bid (:meth:`warm_auction`
         from ε = ``rewarm_eps0``·scale; square problems of more than 1,000 rows, as the
-        cold start's auction). Falls back to :meth:`restart` without such duals."""
+        cold start's auction, when more than ``settle_paths`` rows were freed). Falls back
+        to :meth:`restart` without such duals."""
         if self._raw is None:
             self.restart()
             return
