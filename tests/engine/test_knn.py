@@ -134,15 +134,16 @@ def test_fast_squared_euclidean_path_gives_the_shared_kernels_bits():
 
 
 
-@pytest.mark.parametrize("metric", METRICS + ["sqeuclidean13"])
+@pytest.mark.parametrize("metric,m", [(metric, 3) for metric in METRICS]
+                         + [("sqeuclidean", 13)])
 @pytest.mark.parametrize("root", [False, True])
-def test_pair_costs_have_the_scans_bits(metric, root):
-    """pair_costs reads y by rows; its costs must equal the scans' (yᵀ, tiles) to the bit,
-    since lists, bounds and certificates compare them."""
-    if metric == "sqeuclidean13":
+def test_pair_costs_have_the_scans_bits(metric, m, root):
+    """pair_costs scores one pair at a time; its costs must equal the tiled scans' to the
+    bit (m = 13: the register-blocked squared Euclidean path), since lists, bounds and
+    certificates compare them."""
+    if m == 13:
         rng = np.random.default_rng(4)
-        x, y, kw, metric = rng.standard_normal((40, 13)), rng.standard_normal((90, 13)), {}, \
-            "sqeuclidean"
+        x, y, kw = rng.standard_normal((40, 13)), rng.standard_normal((90, 13)), {}
     else:
         x, y, kw = _data(metric, 40, 90, 4)
     pw = Pairwise.build(x, y, metric, root=root, **kw)
@@ -153,6 +154,7 @@ def test_pair_costs_have_the_scans_bits(metric, root):
     assert np.isinf(got[~ok]).all()
     for ref in (dense_costs(pw), dense_costs(pw, reference=True)):
         assert np.array_equal(got[ok], ref[ia[ok], ib[ok]])
+
 
 @pytest.mark.parametrize("root", [False, True])
 def test_scans_equal_brute_force(root):
