@@ -133,7 +133,6 @@ def test_fast_squared_euclidean_path_gives_the_shared_kernels_bits():
         assert np.array_equal(dense_costs(pw), dense_costs(pw, reference=True))
 
 
-
 @pytest.mark.parametrize("metric,m", [(metric, 3) for metric in METRICS]
                          + [("sqeuclidean", 13)])
 @pytest.mark.parametrize("root", [False, True])

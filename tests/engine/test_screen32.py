@@ -132,7 +132,6 @@ def test_threshold_lists_have_exact_costs_and_valid_bounds(n, n2, m, width, ties
         np.testing.assert_array_equal(nn.fwd_idx[:, 0], cdist(x, y, "sqeuclidean").argmin(1))
 
 
-
 def _elongated(n, n2, m, seed):
     """Files stretched along one direction (a dominant principal component), as masked
     files of correlated attributes are: most tiles are far from most chunks of rows."""
@@ -190,6 +189,7 @@ def test_band_skips_tiles_and_leaves_the_lists_unchanged(monkeypatch, ties):
     for f in ("fwd_idx", "fwd_score", "bwd_idx", "bwd_score", "fwd_bound", "bwd_bound"):
         np.testing.assert_array_equal(getattr(on, f), getattr(off, f))
     _check_threshold_lists(on, x, y, 12)
+
 
 def test_threshold_lists_overflowing_logs_are_scored_again(monkeypatch):
     from linkrisk.engine.matching import screen32
