@@ -146,3 +146,57 @@ def test_edges_within_free_tol_free_no_row():
     k = np.concatenate([cols[~held], [j, j2]])
     w = np.concatenate([costs[~held], [c, c2]])
     assert np.nansum(sa.matched_cost()) == pytest.approx(_optimum(n, r, k, w), abs=1e-5)
+
+
+def _auction_reference(indptr, indices, cost, v, col4row, row4col, eps, max_steps):
+    """The auction phase as one branchy pass per bid keeping the two smallest reduced
+    costs (the loop :func:`_auction` replaced), in plain Python."""
+    n = indptr.shape[0] - 1
+    queue = [i for i in range(n) if col4row[i] < 0]
+    steps = 0
+    while queue and steps < max_steps:
+        i = queue.pop(0)
+        steps += 1
+        m1 = m2 = np.inf
+        j1 = -1
+        for e in range(indptr[i], indptr[i + 1]):
+            r = cost[e] - v[indices[e]]
+            if r < m2:
+                if r < m1:
+                    m2, m1, j1 = m1, r, indices[e]
+                else:
+                    m2 = r
+        if j1 < 0:
+            continue
+        v[j1] -= (m2 - m1 if m2 < np.inf else 0.0) + eps
+        i0 = row4col[j1]
+        row4col[j1], col4row[i] = i, j1
+        if i0 >= 0:
+            col4row[i0] = -1
+            queue.append(i0)
+    return len(queue)
+
+
+@pytest.mark.parametrize("levels,eps", [(3, 0.5), (50, 0.01), (10**6, 1e-3)])
+def test_vectorized_bids_equal_branchy_bids(levels, eps):
+    """The auction's bids (a gathered buffer, two vectorized minima) are those of the
+    branchy two-smallest pass: same prices to the bit and same assignment, on graphs with
+    many equal reduced costs, rows of one edge and a row whose edges are all infinite."""
+    from linkrisk.engine.matching.assignment import _auction
+
+    rng = np.random.default_rng(levels)
+    n = 300
+    (rows, cols, costs), _ = _graph(n, 6, rng, levels)
+    keep = (rows % 7 != 3) | (cols == rows)  # some rows keep a single edge
+    rows, cols, costs = rows[keep], cols[keep], costs[keep] / levels
+    ip, ix, c = to_csr(rows, cols, costs, n)
+    c[ip[5]:ip[6]] = np.inf  # a row that cannot bid
+    for max_steps in (40 * n, 77):  # a finished phase and one cut short
+        got = [np.zeros(n), np.full(n, -1, np.int64), np.full(n, -1, np.int64)]
+        want = [z.copy() for z in got]
+        touched = np.zeros(n, np.bool_)
+        left = _auction(ip, ix, c, *got, eps, max_steps, touched)
+        assert left == _auction_reference(ip, ix, c, *want, eps, max_steps)
+        for g, w in zip(got, want, strict=True):
+            assert np.array_equal(g, w)
+        assert touched.sum() > 0

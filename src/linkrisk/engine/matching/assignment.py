@@ -84,6 +84,19 @@ def _init_rows(indptr, indices, cost, u, v, col4row, row4col):
                  row4col)
 
 
+@nb.njit(inline="always", fastmath={"nnan", "nsz"})
+def _first_min(buf, d):
+    """(smallest of buf[:d], its first position): a vectorized minimum, then a scan to
+    its first occurrence (no NaN here; ±inf allowed)."""
+    m = np.inf
+    for q in range(d):
+        m = min(m, buf[q])
+    p = 0
+    while p < d - 1 and buf[p] != m:
+        p += 1
+    return m, p
+
+
 @nb.njit(cache=True)
 def _auction(indptr, indices, cost, v, col4row, row4col, eps, max_steps, touched):
     """One ε-phase of the (Gauss–Seidel, forward) auction algorithm (Bertsekas 1988) in
@@ -92,8 +105,16 @@ def _auction(indptr, indices, cost, v, col4row, row4col, eps, max_steps, touched
     owner. Ends with every row assigned and ε-complementary slackness, or after
     ``max_steps`` bids (a price war on a barely feasible graph). Only the unassigned rows
     bid (a warm start keeps the others' columns); every row that bids is marked in
-    ``touched``. Returns the rows left."""
+    ``touched``. Returns the rows left.
+    A bid gathers the row's reduced costs into a buffer and takes two vectorized minima
+    (j1 the first minimum in edge order, the second minimum over the other edges): the
+    same bids as one branchy pass keeping the two smallest, 26 % less time at 10⁵
+    (benchmarks/README.md, "Vectorized bids")."""
     n = indptr.shape[0] - 1
+    dmax = 0
+    for i in range(n):
+        dmax = max(dmax, indptr[i + 1] - indptr[i])
+    buf = np.empty(dmax, np.float64)
     queue = np.empty(n + 1, np.int64)
     head = 0
     size = 0
@@ -108,21 +129,20 @@ def _auction(indptr, indices, cost, v, col4row, row4col, eps, max_steps, touched
         size -= 1
         steps += 1
         touched[i] = True
-        m1 = np.inf
-        m2 = np.inf
-        j1 = -1
-        for e in range(indptr[i], indptr[i + 1]):
-            j = indices[e]
-            r = cost[e] - v[j]
-            if r < m2:
-                if r < m1:
-                    m2 = m1
-                    m1 = r
-                    j1 = j
-                else:
-                    m2 = r
-        if j1 < 0:
+        lo = indptr[i]
+        d = indptr[i + 1] - lo
+        if d == 0:
             continue
+        ci = cost[lo:lo + d]
+        ii = indices[lo:lo + d]
+        for q in range(d):
+            buf[q] = ci[q] - v[ii[q]]
+        m1, p = _first_min(buf, d)
+        if m1 == np.inf:
+            continue  # no finite edge (as the branchy pass: no bid)
+        j1 = ii[p]
+        buf[p] = np.inf
+        m2, _ = _first_min(buf, d)
         v[j1] -= (m2 - m1 if m2 < np.inf else 0.0) + eps
         i0 = row4col[j1]
         row4col[j1] = i
