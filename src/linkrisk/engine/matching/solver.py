@@ -141,9 +141,15 @@ RISEN_MAX = 0.10
 RISE_CAP = 0.02
 #: edges kept per row by a certificate scan ...
 SCAN_CAP = 8
-#: ... or more when few rows are scanned: up to this many edges per certificate, at most
-#: SCAN_CAP_MAX a row (10⁶: the last 7 rounds each added the same row's next 8 edges)
-SCAN_EDGES = 2**16
+#: ... or more when few rows are scanned: up to this many edges per certificate (the
+#: scan's arrays: 16 bytes an edge), at most SCAN_CAP_MAX a row (10⁶: the last 7 rounds
+#: each added the same row's next 8 edges). 2²¹ rather than 2¹⁶: at 10⁵ the first
+#: certificate scans 49,292 rows, which then keep up to 42 edges instead of 8, and the
+#: next round frees 7 rows instead of 77 (3 rounds instead of 4, solves and certificates
+#: 1.95 → 1.5 s); neutral at 3·10⁵ and 10⁶, where the first rounds scan too many rows
+#: for more than 8 (figures in benchmarks/README.md, "Vectorized bids, wider first
+#: repairs")
+SCAN_EDGES = 2**21
 SCAN_CAP_MAX = 256
 #: a certificate scan of row i looks for c_ij − v_j below u_i − tol + SCAN_SLACK·|u_i|,
 #: so that it need not be repeated when a warm start raises u_i by less
