@@ -109,7 +109,7 @@ def _auction(indptr, indices, cost, v, col4row, row4col, eps, max_steps, touched
     A bid gathers the row's reduced costs into a buffer and takes two vectorized minima
     (j1 the first minimum in edge order, the second minimum over the other edges): the
     same bids as one branchy pass keeping the two smallest, 26 % less time at 10⁵
-    (benchmarks/README.md, "Vectorized bids")."""
+    (benchmarks/README.md, "Vectorized bids, wider first repairs")."""
     n = indptr.shape[0] - 1
     dmax = 0
     for i in range(n):
