@@ -114,7 +114,8 @@ def _check_threshold_lists(nn, x, y, width):
                                                (2500, 3100, 13, 16, False),
                                                (3300, 1500, 4, 24, False),
                                                (1800, 1700, 3, 16, True),
-                                               (150, 200, 2, 8, False)])
+                                               (150, 200, 2, 8, False),
+                                               (1200, 1300, 20, 16, False)])
 def test_threshold_lists_have_exact_costs_and_valid_bounds(n, n2, m, width, ties):
     from linkrisk.engine.matching.screen32 import knn_thresholds
 
@@ -273,3 +274,67 @@ def test_short_lists_are_the_k_smallest_float32_scores(monkeypatch):
     short = lens == 12
     np.testing.assert_array_equal(nn.fwd_idx[short], ref.fwd_idx[short])
     np.testing.assert_array_equal(nn.fwd_score[short], ref.fwd_score[short])
+
+
+@pytest.mark.parametrize("m,ties,tile", [(2, True, 512), (8, True, 80), (13, True, 512),
+                                         (16, True, 48), (13, False, 80), (5, False, 512)])
+def test_register_kernel_gives_the_loop_kernels_lists(monkeypatch, m, ties, tile):
+    """The register-blocked pass (:mod:`.vec32`, files of up to 16 attributes, padded with
+    zeros) logs the loop kernel's pairs: the same lists, scores and bounds, array by array,
+    on integer data (exact scores in both summation orders; many ties) and on continuous
+    data; tiles that are not a whole number of 32-column blocks (80, 48) included. Checked
+    against brute force too."""
+    from linkrisk.engine.matching import screen32
+
+    monkeypatch.setattr(screen32, "TILE", tile)
+    x, y = _pair(1300, 1100, m, m, ties)
+    pw = Pairwise.build(x, y, "sqeuclidean", root=True)
+    on = screen32.knn_thresholds(pw, 12)
+    monkeypatch.setattr(screen32, "REGISTER_KERNEL", False)
+    off = screen32.knn_thresholds(pw, 12)
+    for f in ("fwd_idx", "fwd_score", "bwd_idx", "bwd_score", "fwd_bound", "bwd_bound"):
+        np.testing.assert_array_equal(getattr(on, f), getattr(off, f))
+    _check_threshold_lists(on, x, y, 12)
+
+
+def test_register_block_masks_equal_numpy():
+    """The kernel's masks for a chunk of rows against one 32-column block: bit q of a
+    row's forward (backward) mask is set iff its float32 score with column j0 + q is below
+    the row's (the column's) threshold; only rows with a set bit are returned, in order.
+    Integer data: the scores are exact, so the comparison is too."""
+    import numba as nb
+
+    from linkrisk.engine.matching import vec32
+
+    rng = np.random.default_rng(5)
+    for m in (3, 8, 13, 16):
+        M = vec32.width_for(m)
+        x = rng.integers(-3, 4, (70, m)).astype(np.float32)
+        y = rng.integers(-3, 4, (90, m)).astype(np.float32)
+        tf = rng.integers(0, 30, 70).astype(np.float32) + 0.5
+        tb = rng.integers(0, 30, 90).astype(np.float32) + 0.5
+        nx = (x * x).sum(1).astype(np.float32)
+        ny = (y * y).sum(1).astype(np.float32)
+        yt, nyp, tbp = vec32.pad_columns(np.ascontiguousarray(y.T), ny, tb, M)
+        xp = vec32.pad_rows(-2 * x, M)
+
+        @nb.njit
+        def run(M, xp, nx, tf, r0, r1, yt, nyp, tbp, j0, rows, fm, bm):
+            return vec32.block_hits(M, xp, nx, tf, r0, r1, yt, nyp, tbp, j0, rows, fm, bm)
+
+        s = ((x[:, None, :] - y[None, :, :]) ** 2).sum(2)
+        for j0 in (0, 32, 64):  # the last block runs into the padding
+            rows = np.empty(70, np.int32)
+            fm, bm = np.empty(70, np.uint32), np.empty(70, np.uint32)
+            nh = run(M, xp, nx, tf, 5, 70, yt, nyp, tbp, j0, rows, fm, bm)
+            cols = np.arange(j0, j0 + 32)
+            ok = cols < 90
+            sc = np.full((70, 32), np.inf)
+            sc[:, ok] = s[:, cols[ok]]
+            want_f = sc < tf[:, None]
+            want_b = sc < np.where(ok, np.r_[tb, np.full(32, -np.inf)][cols], -np.inf)
+            want_rows = 5 + np.flatnonzero((want_f | want_b)[5:].any(1))
+            np.testing.assert_array_equal(rows[:nh], want_rows)
+            bits = 1 << np.arange(32, dtype=np.uint64)
+            np.testing.assert_array_equal(fm[:nh], (want_f[want_rows] * bits).sum(1))
+            np.testing.assert_array_equal(bm[:nh], (want_b[want_rows] * bits).sum(1))

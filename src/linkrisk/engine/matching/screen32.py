@@ -39,7 +39,7 @@ import numpy as np
 from ..nearest.kernels import Pairwise
 from ..nearest.rules import Progress
 from ..nearest.screen import error_constant, lower_bound
-from . import band
+from . import band, vec32
 from .knn import KNN, insert_sorted, merge_threads, pair_costs, row_blocks
 from .tiles32 import FMA as _FMA
 from .tiles32 import scores32x2 as _scores32x2
@@ -382,6 +382,74 @@ def _thr_pass(x, nx, lo, hi, yt, ny, tile, chunk, tau_f, tau_b, f_i, f_j, f_n, l
         skipped[t] = sk
 
 
+@nb.njit(parallel=True, cache=True)
+def _thr_pass_reg(M, x, nx, lo, hi, yt, ny, tile, chunk, tau_f, tau_b, n_y, f_i, f_j, f_n,
+                  l_i, l_j, l_n, px, tlo, thi, ttm, tnm, cerr, skipped):
+    """:func:`_thr_pass` with the register-blocked kernel of :mod:`.vec32` (``M``
+    attributes; ``x`` (n, M) and ``yt`` (M, ·) padded by :func:`.vec32.pad_rows` and
+    :func:`.vec32.pad_columns`, ``ny`` and ``tau_b`` with them): the same band, the same
+    logs in the same order for each row. Per tile of the band, each block of 32 columns is
+    held in registers while every row of the chunk is scored against it; the kernel
+    returns the rows with a hit and their masks, which are logged bit by bit (columns in
+    increasing order)."""
+    T = f_n.shape[0]
+    n = hi - lo
+    B = vec32.BLOCK
+    for t in nb.prange(T):
+        r0 = lo + (n * t) // T
+        r1 = lo + (n * (t + 1)) // T
+        rows = np.empty(chunk, np.int32)
+        fm = np.empty(chunk, np.uint32)
+        bm = np.empty(chunk, np.uint32)
+        fi_, fj_ = f_i[t], f_j[t]
+        li_, lj_ = l_i[t], l_j[t]
+        capf = fi_.shape[0]
+        capb = li_.shape[0]
+        nf = 0
+        nl = 0
+        sk = 0
+        for c0 in range(r0, r1, chunk):
+            nr = min(chunk, r1 - c0)
+            clo = np.inf
+            chi = -np.inf
+            ctm = -np.inf
+            cn = 0.0
+            for r in range(nr):
+                clo = min(clo, px[c0 + r])
+                chi = max(chi, px[c0 + r])
+                ctm = max(ctm, np.float64(tau_f[c0 + r]))
+                cn = max(cn, np.float64(nx[c0 + r]))
+            for t0 in range(0, n_y, tile):
+                w = min(tile, n_y - t0)
+                tq = t0 // tile
+                g = max(tlo[tq] - chi, clo - thi[tq])
+                if g > 0.0 and g * g - cerr * (cn + tnm[tq]) > max(ctm, ttm[tq]):
+                    sk += nr * w
+                    continue
+                for j0 in range(t0, t0 + w, B):
+                    nh = vec32.block_hits(M, x, nx, tau_f, c0, c0 + nr, yt, ny, tau_b, j0,
+                                          rows, fm, bm)
+                    qmax = min(B, t0 + w - j0)  # a block past the tile's end: the next tile's
+                    for h in range(nh):
+                        i = np.int64(rows[h])
+                        f = fm[h]
+                        b = bm[h]
+                        for q in range(qmax):
+                            if (f >> q) & 1:
+                                if nf < capf:
+                                    fi_[nf] = i
+                                    fj_[nf] = j0 + q
+                                nf += 1
+                            if (b >> q) & 1:
+                                if nl < capb:
+                                    li_[nl] = i
+                                    lj_[nl] = j0 + q
+                                nl += 1
+        f_n[t] = nf
+        l_n[t] = nl
+        skipped[t] = sk
+
+
 @nb.njit(cache=True)
 def _group(keys, vals, lo, n):
     """Counting sort of the entries by key (keys in lo..lo+n): (indptr, vals grouped),
@@ -495,6 +563,9 @@ def _group_size(n_other: int, mean: float) -> tuple[int, int, int]:
     return G, NG, QR
 
 
+#: score the threshold pass with the register-blocked kernels of :mod:`.vec32` when the
+#: files have at most 16 attributes (the loop kernel of :mod:`.tiles32` otherwise)
+REGISTER_KERNEL = True
 #: order both files along their principal direction (:func:`_band`), so that the pass
 #: skips the tiles too far from a chunk of rows to hold a pair below a threshold
 BAND = True
@@ -611,6 +682,11 @@ def knn_thresholds(pw: Pairwise, width: int, *, mean: float | None = None,
     cerr = error_constant(pw.x.shape[1]) * 1.01
     xm2, nx_s, tau_fs = xm2[ox], nx[ox], tau_f[ox]
     yt32, ny_s, tau_bs = np.ascontiguousarray(yt32[:, oy]), ny[oy], tau_b[oy]
+    # the register-blocked kernel (files of up to 16 attributes, padded with zeros)
+    M = vec32.width_for(pw.x.shape[1]) if REGISTER_KERNEL else 0
+    if M:
+        xm2 = vec32.pad_rows(xm2, M)
+        yt32, ny_p, tau_bp = vec32.pad_columns(yt32, ny_s, tau_bs, M)
     fwd_i = np.empty((n_x, W), IDX)
     fwd_s = np.empty((n_x, W))
     fwd_b = np.empty(n_x)
@@ -638,8 +714,13 @@ def knn_thresholds(pw: Pairwise, width: int, *, mean: float | None = None,
             f_j = np.empty((T, cap), IDX)
             l_i = np.empty((T, cap), IDX)
             l_j = np.empty((T, cap), IDX)
-            _thr_pass(xm2, nx_s, lo, hi, yt32, ny_s, TILE, CHUNK, tau_fs, tau_bs, f_i, f_j,
-                      f_n, l_i, l_j, l_n, px, tlo, thi, ttm, tnm, cerr, sk)
+            if M:
+                _thr_pass_reg(M, xm2, nx_s, lo, hi, yt32, ny_p, TILE, CHUNK, tau_fs, tau_bp,
+                              n_y, f_i, f_j, f_n, l_i, l_j, l_n, px, tlo, thi, ttm, tnm,
+                              cerr, sk)
+            else:
+                _thr_pass(xm2, nx_s, lo, hi, yt32, ny_s, TILE, CHUNK, tau_fs, tau_bs, f_i,
+                          f_j, f_n, l_i, l_j, l_n, px, tlo, thi, ttm, tnm, cerr, sk)
             if max(f_n.max(), l_n.max()) <= cap:
                 break
             reruns += 1
