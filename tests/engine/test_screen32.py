@@ -338,3 +338,22 @@ def test_register_block_masks_equal_numpy():
             bits = 1 << np.arange(32, dtype=np.uint64)
             np.testing.assert_array_equal(fm[:nh], (want_f[want_rows] * bits).sum(1))
             np.testing.assert_array_equal(bm[:nh], (want_b[want_rows] * bits).sum(1))
+
+
+@pytest.mark.parametrize("m,mean", [(3, 40.0), (13, 25.0), (16, 60.0)])
+def test_register_kernel_gives_the_loop_kernels_sample_thresholds(monkeypatch, m, mean):
+    """The sample thresholds from the register kernel's group minima (groups padded to
+    whole 32-column blocks with columns of norm +inf) equal the loop kernel's bit for bit:
+    the same float32 scores, the same int32-bit minima. Groups of G records with G not a
+    multiple of 32."""
+    from linkrisk.engine.matching import screen32
+
+    x, y = _pair(2100, 5000, m, m)
+    x32, y32 = x.astype(np.float32), y.astype(np.float32)
+    nx, ny = screen32._norms32(x32), screen32._norms32(y32)
+    G, ng, _ = screen32._group_size(5000, mean)
+    assert G % 32 != 0
+    on = screen32._sample_thresholds(x32, nx, y32, ny, mean, 2)
+    monkeypatch.setattr(screen32, "REGISTER_KERNEL", False)
+    off = screen32._sample_thresholds(x32, nx, y32, ny, mean, 2)
+    np.testing.assert_array_equal(on.view(np.int32), off.view(np.int32))

@@ -18,6 +18,10 @@ inputs costs ≤ 2·2⁻²⁴ relative per product and 2⁻²⁴·m per norm, an
 terms ≤ γ_{m+2}·Σ|terms| ≤ (m+2)·2⁻²³(‖a‖² + ‖b‖²), since 2Σ|a_k b_k| ≤ ‖a‖² + ‖b‖²;
 in all ≈ (1.5m + 4)·2⁻²³(‖a‖² + ‖b‖²) < c(‖a‖² + ‖b‖²).
 
+The threshold pass and its samples score with the register-blocked kernels of
+:mod:`.vec32` (the same float32 values, twice the pairs per second) when the files have at
+most 16 attributes.
+
 The solver uses :func:`knn_thresholds`, the same scores without sorted lists: each record
 gets a threshold from the minima of its scores over groups of a sample of the other file,
 one pass logs every pair below its row's or its column's threshold, and the logs become
@@ -277,6 +281,44 @@ def _group_min_pass(x, nx, yt, ny, tile, chunk, G, T, out):
                                     nyt, yt, t0, w, -np.inf, -np.inf, never[:w])
                         out[i, g] = min(out[i, g], _min_bits(ai[:w]))
                         out[c0 + r2, g] = min(out[c0 + r2, g], _min_bits(bi[:w]))
+
+
+@nb.njit(parallel=True, cache=True)
+def _group_min_pass_reg(M, x, nx, yt, ny, chunk, Gp, T, out):
+    """:func:`_group_min_pass` with the register-blocked kernel of :mod:`.vec32`: group g
+    is columns g·Gp .. (g+1)·Gp − 1 of ``yt`` (M, ng·Gp), its records followed by padding
+    columns of norm +inf (:func:`_sample_columns`); the same minima, bit for bit (the same
+    float32 scores)."""
+    n = x.shape[0]
+    ng = out.shape[1]
+    for t in nb.prange(T):
+        r0 = (n * t) // T
+        r1 = (n * (t + 1)) // T
+        mins = np.empty(chunk, np.int32)
+        for c0 in range(r0, r1, chunk):
+            nr = min(chunk, r1 - c0)
+            for g in range(ng):
+                mins[:nr] = 2147483647
+                for j0 in range(g * Gp, (g + 1) * Gp, vec32.BLOCK):
+                    vec32.block_min_bits(M, x, nx, c0, c0 + nr, yt, ny, j0, mins)
+                for r in range(nr):
+                    out[c0 + r, g] = mins[r]
+
+
+def _sample_columns(st: np.ndarray, no: np.ndarray, G: int, ng: int, M: int
+                    ) -> tuple[np.ndarray, np.ndarray, int]:
+    """The sample's ng groups of G columns (``st`` (m, G·ng) transposed, norms ``no``) for
+    the register kernel: M attributes (zeros added), each group padded to a whole number
+    of 32-column blocks with columns of norm +inf (never a minimum). Returns (columns,
+    norms, padded group width)."""
+    B = vec32.BLOCK
+    Gp = -(-G // B) * B
+    yt = np.zeros((M, ng * Gp), np.float32)
+    ny = np.full(ng * Gp, np.inf, np.float32)
+    for g in range(ng):
+        yt[:st.shape[0], g * Gp:g * Gp + G] = st[:, g * G:(g + 1) * G]
+        ny[g * Gp:g * Gp + G] = no[g * G:(g + 1) * G]
+    return yt, ny, Gp
 
 
 @nb.njit(inline="always")
@@ -563,8 +605,9 @@ def _group_size(n_other: int, mean: float) -> tuple[int, int, int]:
     return G, NG, QR
 
 
-#: score the threshold pass with the register-blocked kernels of :mod:`.vec32` when the
-#: files have at most 16 attributes (the loop kernel of :mod:`.tiles32` otherwise)
+#: score the threshold pass and its samples with the register-blocked kernels of
+#: :mod:`.vec32` when the files have at most 16 attributes (the loop kernel of
+#: :mod:`.tiles32` otherwise)
 REGISTER_KERNEL = True
 #: order both files along their principal direction (:func:`_band`), so that the pass
 #: skips the tiles too far from a chunk of rows to hold a pair below a threshold
@@ -625,12 +668,20 @@ def _sample_thresholds(z32: np.ndarray, nz: np.ndarray, other32: np.ndarray,
         return np.full(n, np.inf, _F32)
     st = np.ascontiguousarray(other32[:G * ng].T)
     zm2 = -2.0 * z32
+    M = vec32.width_for(z32.shape[1]) if REGISTER_KERNEL else 0
+    if M:
+        zm2 = vec32.pad_rows(zm2, M)
+        stp, nop, Gp = _sample_columns(st, no, G, ng, M)
     mins = np.empty((n, ng), np.int32)  # float32 bits (see _min_bits)
     step = row_blocks(n, 8)
     for lo in range(0, n, step):
         hi = min(lo + step, n)
-        _group_min_pass(zm2[lo:hi], nz[lo:hi], st, no[:G * ng], TILE, CHUNK, G, T,
-                        mins[lo:hi])
+        if M:
+            _group_min_pass_reg(M, zm2[lo:hi], nz[lo:hi], stp, nop, CHUNK, Gp, T,
+                                mins[lo:hi])
+        else:
+            _group_min_pass(zm2[lo:hi], nz[lo:hi], st, no[:G * ng], TILE, CHUNK, G, T,
+                            mins[lo:hi])
         if progress is not None:
             progress(hi, n)
     return np.ascontiguousarray(np.partition(mins, qr - 1, axis=1)[:, qr - 1]).view(_F32)

@@ -46,6 +46,86 @@ def width_for(m: int) -> int:
     return 0
 
 
+class _Block:
+    """IR helpers of both kernels: a block of 32 columns of the release (``M`` attributes ×
+    2 vectors of 16 float32) and its squared norms, loaded once, and the rows' scores
+    against it: ‖y‖² + ‖x‖², then one fused multiply-add per attribute in turn (the order
+    of :func:`.tiles32.scores32x2`, so the same float32 values)."""
+
+    def __init__(self, context, builder, M, x, nx, yt, ny, j0):
+        self.b, self.M = builder, M
+        self.f32, self.i32, self.i64 = ir.FloatType(), ir.IntType(32), ir.IntType(64)
+        self.vty = ir.VectorType(self.f32, _LANES)
+        self.x, self.nx = x, nx
+        self.fma = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(self.vty, [self.vty] * 3), "llvm.fma.v16f32")
+        ncol = builder.extract_value(yt.shape, 1)
+        self.yv = [[self.vload(yt.data, builder.add(builder.mul(self.c64(k), ncol),
+                                                    self.off(j0, v)))
+                    for v in range(_NV)] for k in range(M)]
+        self.nyv = [self.vload(ny.data, self.off(j0, v)) for v in range(_NV)]
+
+    def c64(self, v):
+        return ir.Constant(self.i64, v)
+
+    def off(self, j0, v):
+        return self.b.add(j0, self.c64(v * _LANES))
+
+    def vload(self, ptr, idx):
+        p = self.b.bitcast(self.b.gep(ptr, [idx]), self.vty.as_pointer())
+        return self.b.load(p, align=4)
+
+    def bcast(self, val):
+        b = self.b
+        und = ir.Constant(self.vty, ir.Undefined)
+        v0 = b.insert_element(und, val, ir.Constant(self.i32, 0))
+        return b.shuffle_vector(v0, und, ir.Constant(ir.VectorType(self.i32, _LANES),
+                                                     [0] * _LANES))
+
+    def scores(self, i):
+        """Row i's float32 scores against the block (two vectors)."""
+        b = self.b
+        nxi = self.bcast(b.load(b.gep(self.nx.data, [i])))
+        base = b.mul(i, self.c64(self.M))
+        acc = [b.fadd(self.nyv[v], nxi) for v in range(_NV)]
+        for k in range(self.M):
+            xk = self.bcast(b.load(b.gep(self.x.data, [b.add(base, self.c64(k))])))
+            for v in range(_NV):
+                acc[v] = b.call(self.fma, [xk, self.yv[k][v], acc[v]])
+        return acc
+
+
+def _arrays(context, builder, signature, args):
+    return [context.make_array(t)(context, builder, a) if isinstance(t, types.Array)
+            else None for t, a in zip(signature.args, args, strict=True)]
+
+
+def _row_loop(builder, r0, r1, body, init):
+    """for i in r0..r1 with one i64 carried value (``init``; ``body(i, carried)`` returns
+    the next); returns the final value (``init`` when r0 ≥ r1)."""
+    i64 = ir.IntType(64)
+    entry = builder.block
+    loop = builder.append_basic_block("row")
+    done = builder.append_basic_block("done")
+    builder.cbranch(builder.icmp_signed("<", r0, r1), loop, done)
+    builder.position_at_end(loop)
+    i = builder.phi(i64)
+    c = builder.phi(i64)
+    i.add_incoming(r0, entry)
+    c.add_incoming(init, entry)
+    c_next = body(i, c)
+    i_next = builder.add(i, ir.Constant(i64, 1))
+    i.add_incoming(i_next, builder.block)
+    c.add_incoming(c_next, builder.block)
+    last = builder.block
+    builder.cbranch(builder.icmp_signed("<", i_next, r1), loop, done)
+    builder.position_at_end(done)
+    res = builder.phi(i64)
+    res.add_incoming(init, entry)
+    res.add_incoming(c_next, last)
+    return res
+
+
 def _make(M: int):
     """The intrinsic ``block_hits(x, nx, tau_f, r0, r1, yt, ny, tau_b, j0, rows, fm, bm)``
     for ``M`` attributes: rows r0..r1 of ``x`` (C-contiguous (n, M) float32, pre-scaled by
@@ -60,90 +140,82 @@ def _make(M: int):
         sig = types.int64(x, nx, tau_f, r0, r1, yt, ny, tau_b, j0, rows, fm, bm)
 
         def codegen(context, builder, signature, args):
-            x_, nx_, tf_, r0_, r1_, yt_, ny_, tb_, j0_, rows_, fm_, bm_ = args
-            f32, i32, i64 = ir.FloatType(), ir.IntType(32), ir.IntType(64)
-            vty = ir.VectorType(f32, _LANES)
-            arr = [context.make_array(t)(context, builder, a)
-                   if isinstance(t, types.Array) else None
-                   for t, a in zip(signature.args, args, strict=True)]
-            ax, anx, atf, _, _, ayt, any_, atb, _, arows, afm, abm = arr
-            ncol = builder.extract_value(ayt.shape, 1)
-            fma = cgutils.get_or_insert_function(
-                builder.module, ir.FunctionType(vty, [vty, vty, vty]), "llvm.fma.v16f32")
+            ax, anx, atf, _, _, ayt, any_, atb, _, arows, afm, abm = _arrays(
+                context, builder, signature, args)
+            r0_, r1_, j0_ = args[3], args[4], args[8]
+            blk = _Block(context, builder, M, ax, anx, ayt, any_, j0_)
+            i32, i64 = blk.i32, blk.i64
+            tbv = [blk.vload(atb.data, blk.off(j0_, v)) for v in range(_NV)]
 
-            def vload(ptr, idx):
-                p = builder.bitcast(builder.gep(ptr, [idx]), vty.as_pointer())
-                return builder.load(p, align=4)
-
-            def bcast(val):
-                und = ir.Constant(vty, ir.Undefined)
-                v0 = builder.insert_element(und, val, ir.Constant(i32, 0))
-                return builder.shuffle_vector(v0, und,
-                                              ir.Constant(ir.VectorType(i32, _LANES),
-                                                          [0] * _LANES))
-
-            def off(v):
-                return builder.add(j0_, ir.Constant(i64, v * _LANES))
-
-            # the release's block, its norms and thresholds: loaded once, kept in registers
-            yv = [[vload(ayt.data, builder.add(builder.mul(ir.Constant(i64, k), ncol), off(v)))
-                   for v in range(_NV)] for k in range(M)]
-            nyv = [vload(any_.data, off(v)) for v in range(_NV)]
-            tbv = [vload(atb.data, off(v)) for v in range(_NV)]
-            entry = builder.block
-            loop = builder.append_basic_block("row")
-            done = builder.append_basic_block("done")
-            builder.cbranch(builder.icmp_signed("<", r0_, r1_), loop, done)
-            builder.position_at_end(loop)
-            i = builder.phi(i64)
-            cnt = builder.phi(i64)
-            i.add_incoming(r0_, entry)
-            cnt.add_incoming(ir.Constant(i64, 0), entry)
-            nxi = bcast(builder.load(builder.gep(anx.data, [i])))
-            ti = bcast(builder.load(builder.gep(atf.data, [i])))
-            base = builder.mul(i, ir.Constant(i64, M))
-            acc = [builder.fadd(nyv[v], nxi) for v in range(_NV)]
-            for k in range(M):
-                xk = bcast(builder.load(builder.gep(ax.data,
-                                                    [builder.add(base, ir.Constant(i64, k))])))
+            def body(i, cnt):
+                acc = blk.scores(i)
+                ti = blk.bcast(builder.load(builder.gep(atf.data, [i])))
+                fmask = blk.c64(0)
+                bmask = blk.c64(0)
                 for v in range(_NV):
-                    acc[v] = builder.call(fma, [xk, yv[k][v], acc[v]])
-            fmask = ir.Constant(i64, 0)
-            bmask = ir.Constant(i64, 0)
-            for v in range(_NV):
-                fb = builder.zext(builder.bitcast(builder.fcmp_ordered("<", acc[v], ti),
-                                                  ir.IntType(_LANES)), i64)
-                bb = builder.zext(builder.bitcast(builder.fcmp_ordered("<", acc[v], tbv[v]),
-                                                  ir.IntType(_LANES)), i64)
-                sh = ir.Constant(i64, v * _LANES)
-                fmask = builder.or_(fmask, builder.shl(fb, sh))
-                bmask = builder.or_(bmask, builder.shl(bb, sh))
-            # branch-free append: written at slot cnt, kept only if some bit is set
-            rty = arows.data.type.pointee
-            builder.store(i if rty.width == 64 else builder.trunc(i, rty),
-                          builder.gep(arows.data, [cnt]))
-            builder.store(builder.trunc(fmask, i32), builder.gep(afm.data, [cnt]))
-            builder.store(builder.trunc(bmask, i32), builder.gep(abm.data, [cnt]))
-            hit = builder.icmp_unsigned("!=", builder.or_(fmask, bmask), ir.Constant(i64, 0))
-            cnt_next = builder.add(cnt, builder.zext(hit, i64))
-            i_next = builder.add(i, ir.Constant(i64, 1))
-            i.add_incoming(i_next, builder.block)
-            cnt.add_incoming(cnt_next, builder.block)
-            builder.cbranch(builder.icmp_signed("<", i_next, r1_), loop, done)
-            builder.position_at_end(done)
-            res = builder.phi(i64)
-            res.add_incoming(ir.Constant(i64, 0), entry)
-            res.add_incoming(cnt_next, loop)
-            return res
+                    fb = builder.zext(builder.bitcast(builder.fcmp_ordered("<", acc[v], ti),
+                                                      ir.IntType(_LANES)), i64)
+                    bb = builder.zext(builder.bitcast(builder.fcmp_ordered("<", acc[v], tbv[v]),
+                                                      ir.IntType(_LANES)), i64)
+                    sh = blk.c64(v * _LANES)
+                    fmask = builder.or_(fmask, builder.shl(fb, sh))
+                    bmask = builder.or_(bmask, builder.shl(bb, sh))
+                # branch-free append: written at slot cnt, kept only if some bit is set
+                rty = arows.data.type.pointee
+                builder.store(i if rty.width == 64 else builder.trunc(i, rty),
+                              builder.gep(arows.data, [cnt]))
+                builder.store(builder.trunc(fmask, i32), builder.gep(afm.data, [cnt]))
+                builder.store(builder.trunc(bmask, i32), builder.gep(abm.data, [cnt]))
+                hit = builder.icmp_unsigned("!=", builder.or_(fmask, bmask), blk.c64(0))
+                return builder.add(cnt, builder.zext(hit, i64))
+
+            return _row_loop(builder, r0_, r1_, body, blk.c64(0))
 
         return sig, codegen
 
     return block_hits
 
 
-block_hits8 = _make(8)
-block_hits13 = _make(13)
-block_hits16 = _make(16)
+def _make_min(M: int):
+    """The intrinsic ``block_min_bits(x, nx, r0, r1, yt, ny, j0, mins)`` for ``M``
+    attributes: for rows r0..r1 of ``x`` against the 32 columns from j0 of ``yt`` (as in
+    :func:`_make`), ``mins[i − r0]`` = min(itself, the smallest score's int32 bits), the
+    order of :func:`.screen32._min_bits` (that of the floats when they are ≥ 0); returns 0."""
+
+    @intrinsic
+    def block_min_bits(typingctx, x, nx, r0, r1, yt, ny, j0, mins):
+        sig = types.int64(x, nx, r0, r1, yt, ny, j0, mins)
+
+        def codegen(context, builder, signature, args):
+            ax, anx, _, _, ayt, any_, _, amins = _arrays(context, builder, signature, args)
+            r0_, r1_, j0_ = args[2], args[3], args[6]
+            blk = _Block(context, builder, M, ax, anx, ayt, any_, j0_)
+            ivty = ir.VectorType(blk.i32, _LANES)
+            red = cgutils.get_or_insert_function(
+                builder.module, ir.FunctionType(blk.i32, [ivty]),
+                "llvm.vector.reduce.smin.v16i32")
+
+            def body(i, c):
+                acc = [builder.bitcast(a, ivty) for a in blk.scores(i)]
+                m = acc[0]
+                for a in acc[1:]:
+                    m = builder.select(builder.icmp_signed("<", a, m), a, m)
+                lo = builder.call(red, [m])
+                p = builder.gep(amins.data, [builder.sub(i, r0_)])
+                old = builder.load(p)
+                builder.store(builder.select(builder.icmp_signed("<", lo, old), lo, old), p)
+                return c
+
+            _row_loop(builder, r0_, r1_, body, blk.c64(0))
+            return blk.c64(0)
+
+        return sig, codegen
+
+    return block_min_bits
+
+
+block_hits8, block_hits13, block_hits16 = _make(8), _make(13), _make(16)
+block_min8, block_min13, block_min16 = _make_min(8), _make_min(13), _make_min(16)
 
 
 @nb.njit(inline="always")
@@ -154,6 +226,16 @@ def block_hits(M, x, nx, tau_f, r0, r1, yt, ny, tau_b, j0, rows, fm, bm):
     if M == 13:
         return block_hits13(x, nx, tau_f, r0, r1, yt, ny, tau_b, j0, rows, fm, bm)
     return block_hits16(x, nx, tau_f, r0, r1, yt, ny, tau_b, j0, rows, fm, bm)
+
+
+@nb.njit(inline="always")
+def block_min_bits(M, x, nx, r0, r1, yt, ny, j0, mins):
+    """:func:`_make_min`'s kernel for ``M`` attributes (one of :data:`WIDTHS`)."""
+    if M == 8:
+        return block_min8(x, nx, r0, r1, yt, ny, j0, mins)
+    if M == 13:
+        return block_min13(x, nx, r0, r1, yt, ny, j0, mins)
+    return block_min16(x, nx, r0, r1, yt, ny, j0, mins)
 
 
 def pad_rows(z: np.ndarray, M: int) -> np.ndarray:
