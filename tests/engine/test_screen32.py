@@ -357,3 +357,28 @@ def test_register_kernel_gives_the_loop_kernels_sample_thresholds(monkeypatch, m
     monkeypatch.setattr(screen32, "REGISTER_KERNEL", False)
     off = screen32._sample_thresholds(x32, nx, y32, ny, mean, 2)
     np.testing.assert_array_equal(on.view(np.int32), off.view(np.int32))
+
+
+def test_register_kernels_refuse_arrays_their_code_does_not_assume():
+    """The kernels' IR reads C-contiguous float32 rows: a float64 or a strided array is a
+    typing error, not wrong scores."""
+    import numba as nb
+    from numba.core.errors import TypingError
+
+    from linkrisk.engine.matching import vec32
+
+    @nb.njit
+    def run(x, nx, yt, ny, mins):
+        return vec32.block_min_bits(13, x, nx, 0, 2, yt, ny, 0, mins)
+
+    x = np.zeros((4, 13), np.float32)
+    yt, ny, _ = vec32.pad_columns(np.zeros((13, 40), np.float32), np.zeros(40, np.float32),
+                                  np.zeros(40, np.float32), 13)
+    mins = np.full(4, 2**31 - 1, np.int32)
+    nx = np.zeros(4, np.float32)
+    assert run(x, nx, yt, ny, mins) == 0  # rows 0..1: zero scores, bits 0; the rest kept
+    np.testing.assert_array_equal(mins, [0, 0, 2**31 - 1, 2**31 - 1])
+    with pytest.raises(TypingError):
+        run(x.astype(np.float64), nx, yt, ny, mins)
+    with pytest.raises(TypingError):
+        run(np.zeros((4, 26), np.float32)[:, ::2], nx, yt, ny, mins)

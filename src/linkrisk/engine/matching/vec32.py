@@ -95,6 +95,13 @@ class _Block:
         return acc
 
 
+def _typed(arrays: tuple, dtypes: tuple) -> bool:
+    """Whether the kernel's array arguments are what its IR assumes: C-contiguous, of
+    these dtypes (the loads are typed, and row i of a 2-D array starts at i × width)."""
+    return all(isinstance(a, types.Array) and a.layout == "C" and a.dtype == d
+               for a, d in zip(arrays, dtypes, strict=True))
+
+
 def _arrays(context, builder, signature, args):
     return [context.make_array(t)(context, builder, a) if isinstance(t, types.Array)
             else None for t, a in zip(signature.args, args, strict=True)]
@@ -137,6 +144,12 @@ def _make(M: int):
 
     @intrinsic
     def block_hits(typingctx, x, nx, tau_f, r0, r1, yt, ny, tau_b, j0, rows, fm, bm):
+        f4, u4 = types.float32, types.uint32
+        rows_ok = (isinstance(rows, types.Array) and rows.layout == "C"
+                   and rows.dtype in (types.int32, types.int64))
+        if not (rows_ok and _typed((x, nx, tau_f, yt, ny, tau_b, fm, bm),
+                                   (f4,) * 6 + (u4, u4))):
+            return None  # a typing error instead of wrong loads
         sig = types.int64(x, nx, tau_f, r0, r1, yt, ny, tau_b, j0, rows, fm, bm)
 
         def codegen(context, builder, signature, args):
@@ -184,6 +197,8 @@ def _make_min(M: int):
 
     @intrinsic
     def block_min_bits(typingctx, x, nx, r0, r1, yt, ny, j0, mins):
+        if not _typed((x, nx, yt, ny, mins), (types.float32,) * 4 + (types.int32,)):
+            return None  # a typing error instead of wrong loads
         sig = types.int64(x, nx, r0, r1, yt, ny, j0, mins)
 
         def codegen(context, builder, signature, args):
