@@ -359,6 +359,31 @@ def _offer_thr(a, i, t0, btt, tau_i, fi_, fj_, nf, li_, lj_, nl):
     return nf, nl
 
 
+@nb.njit(inline="always")
+def _chunk_band(px, tau_f, nx, c0, nr):
+    """A chunk of rows' band summary (:func:`_band`): the interval of their projections,
+    their largest threshold and their largest squared norm."""
+    clo = np.inf
+    chi = -np.inf
+    ctm = -np.inf
+    cn = 0.0
+    for r in range(nr):
+        clo = min(clo, px[c0 + r])
+        chi = max(chi, px[c0 + r])
+        ctm = max(ctm, np.float64(tau_f[c0 + r]))
+        cn = max(cn, np.float64(nx[c0 + r]))
+    return clo, chi, ctm, cn
+
+
+@nb.njit(inline="always")
+def _skips(tq, clo, chi, ctm, cn, tlo, thi, ttm, tnm, cerr):
+    """Whether a chunk (:func:`_chunk_band`) skips tile tq: its projections are g away from
+    the tile's and g² − cerr·(the largest squared norms of both) exceeds every threshold of
+    both (see :func:`_thr_pass`)."""
+    g = max(tlo[tq] - chi, clo - thi[tq])
+    return g > 0.0 and g * g - cerr * (cn + tnm[tq]) > max(ctm, ttm[tq])
+
+
 @nb.njit(parallel=True, cache=True, fastmath=_FMA)
 def _thr_pass(x, nx, lo, hi, yt, ny, tile, chunk, tau_f, tau_b, f_i, f_j, f_n, l_i, l_j,
               l_n, px, tlo, thi, ttm, tnm, cerr, skipped):
@@ -388,20 +413,10 @@ def _thr_pass(x, nx, lo, hi, yt, ny, tile, chunk, tau_f, tau_b, f_i, f_j, f_n, l
         sk = 0
         for c0 in range(r0, r1, chunk):
             nr = min(chunk, r1 - c0)
-            clo = np.inf
-            chi = -np.inf
-            ctm = -np.inf
-            cn = 0.0
-            for r in range(nr):
-                clo = min(clo, px[c0 + r])
-                chi = max(chi, px[c0 + r])
-                ctm = max(ctm, np.float64(tau_f[c0 + r]))
-                cn = max(cn, np.float64(nx[c0 + r]))
+            clo, chi, ctm, cn = _chunk_band(px, tau_f, nx, c0, nr)
             for t0 in range(0, n_y, tile):
                 w = min(tile, n_y - t0)
-                tq = t0 // tile
-                g = max(tlo[tq] - chi, clo - thi[tq])
-                if g > 0.0 and g * g - cerr * (cn + tnm[tq]) > max(ctm, ttm[tq]):
+                if _skips(t0 // tile, clo, chi, ctm, cn, tlo, thi, ttm, tnm, cerr):
                     sk += nr * w
                     continue
                 nyt = ny[t0:t0 + w]
@@ -452,20 +467,10 @@ def _thr_pass_reg(M, x, nx, lo, hi, yt, ny, tile, chunk, tau_f, tau_b, n_y, f_i,
         sk = 0
         for c0 in range(r0, r1, chunk):
             nr = min(chunk, r1 - c0)
-            clo = np.inf
-            chi = -np.inf
-            ctm = -np.inf
-            cn = 0.0
-            for r in range(nr):
-                clo = min(clo, px[c0 + r])
-                chi = max(chi, px[c0 + r])
-                ctm = max(ctm, np.float64(tau_f[c0 + r]))
-                cn = max(cn, np.float64(nx[c0 + r]))
+            clo, chi, ctm, cn = _chunk_band(px, tau_f, nx, c0, nr)
             for t0 in range(0, n_y, tile):
                 w = min(tile, n_y - t0)
-                tq = t0 // tile
-                g = max(tlo[tq] - chi, clo - thi[tq])
-                if g > 0.0 and g * g - cerr * (cn + tnm[tq]) > max(ctm, ttm[tq]):
+                if _skips(t0 // tile, clo, chi, ctm, cn, tlo, thi, ttm, tnm, cerr):
                     sk += nr * w
                     continue
                 for j0 in range(t0, t0 + w, B):
