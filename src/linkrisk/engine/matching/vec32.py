@@ -52,7 +52,7 @@ class _Block:
     against it: ‖y‖² + ‖x‖², then one fused multiply-add per attribute in turn (the order
     of :func:`.tiles32.scores32x2`, so the same float32 values)."""
 
-    def __init__(self, context, builder, M, x, nx, yt, ny, j0):
+    def __init__(self, builder, M, x, nx, yt, ny, j0):
         self.b, self.M = builder, M
         self.f32, self.i32, self.i64 = ir.FloatType(), ir.IntType(32), ir.IntType(64)
         self.vty = ir.VectorType(self.f32, _LANES)
@@ -156,7 +156,7 @@ def _make(M: int):
             ax, anx, atf, _, _, ayt, any_, atb, _, arows, afm, abm = _arrays(
                 context, builder, signature, args)
             r0_, r1_, j0_ = args[3], args[4], args[8]
-            blk = _Block(context, builder, M, ax, anx, ayt, any_, j0_)
+            blk = _Block(builder, M, ax, anx, ayt, any_, j0_)
             i32, i64 = blk.i32, blk.i64
             tbv = [blk.vload(atb.data, blk.off(j0_, v)) for v in range(_NV)]
 
@@ -204,7 +204,7 @@ def _make_min(M: int):
         def codegen(context, builder, signature, args):
             ax, anx, _, _, ayt, any_, _, amins = _arrays(context, builder, signature, args)
             r0_, r1_, j0_ = args[2], args[3], args[6]
-            blk = _Block(context, builder, M, ax, anx, ayt, any_, j0_)
+            blk = _Block(builder, M, ax, anx, ayt, any_, j0_)
             ivty = ir.VectorType(blk.i32, _LANES)
             red = cgutils.get_or_insert_function(
                 builder.module, ir.FunctionType(blk.i32, [ivty]),
