@@ -47,6 +47,7 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components, maximum_bipartite_matching
 
 from ..nearest.rules import Progress
+from .memory import prefetch
 
 #: after :meth:`SparseAssignment.rewarm`, the freed rows bid in an auction only when more
 #: than this many were freed; fewer are settled by the row reduction and shortest paths
@@ -109,23 +110,30 @@ def _auction(indptr, indices, cost, v, col4row, row4col, eps, max_steps, touched
     A bid gathers the row's reduced costs into a buffer and takes two vectorized minima
     (j1 the first minimum in edge order, the second minimum over the other edges): the
     same bids as one branchy pass keeping the two smallest, 26 % less time at 10⁵
-    (benchmarks/README.md, "Vectorized bids, wider first repairs")."""
+    (benchmarks/README.md, "Vectorized bids, wider first repairs"). While a row bids, the
+    memory of the rows queued ``AHEAD`` and 2·``AHEAD`` places behind it is prefetched
+    (their edges, their ``indptr`` entry): bids waited on it (:mod:`.memory`)."""
     n = indptr.shape[0] - 1
     dmax = 0
     for i in range(n):
         dmax = max(dmax, indptr[i + 1] - indptr[i])
     buf = np.empty(dmax, np.float64)
-    queue = np.empty(n + 1, np.int64)
+    cap = n + 1
+    queue = np.empty(cap, np.int64)
     head = 0
     size = 0
     for i in range(n):
         if col4row[i] < 0:
-            queue[(head + size) % (n + 1)] = i
+            queue[size] = i
             size += 1
     steps = 0
     while size > 0 and steps < max_steps:
+        if size > 2 * AHEAD:
+            _prefetch_row(queue, head + AHEAD, head + 2 * AHEAD, cap, indptr, indices, cost)
         i = queue[head]
-        head = (head + 1) % (n + 1)
+        head += 1
+        if head == cap:
+            head = 0
         size -= 1
         steps += 1
         touched[i] = True
@@ -149,9 +157,34 @@ def _auction(indptr, indices, cost, v, col4row, row4col, eps, max_steps, touched
         col4row[i] = j1
         if i0 >= 0:
             col4row[i0] = -1
-            queue[(head + size) % (n + 1)] = i0
+            t = head + size
+            queue[t - cap if t >= cap else t] = i0
             size += 1
     return size
+
+
+#: queue places between a bid and the row whose edges it prefetches (the row 2·AHEAD
+#: places on gets its ``indptr`` entry prefetched): 2 took the first auction from
+#: 0.49–0.57 to 0.34–0.38 s at 10⁵ and from 15.0 to 10.2–10.5 s at 10⁶ (1, 4 and 8 about
+#: the same or slower; benchmarks/README.md, "Prefetched bids")
+AHEAD = 2
+
+
+@nb.njit(inline="always")
+def _prefetch_row(queue, q1, q2, cap, indptr, indices, cost):
+    """Prefetch the edges of the row at queue place ``q1`` and the ``indptr`` entry of the
+    row at place ``q2`` (places wrap around the circular queue of ``cap``)."""
+    prefetch(indptr, queue[q2 - cap if q2 >= cap else q2])
+    r = queue[q1 - cap if q1 >= cap else q1]
+    lo = indptr[r]
+    hi = indptr[r + 1]
+    # one prefetch per cache line of 8 entries, and the row's last line
+    for e in range(lo, hi, 8):
+        prefetch(cost, e)
+        prefetch(indices, e)
+    if hi > lo:
+        prefetch(cost, hi - 1)
+        prefetch(indices, hi - 1)
 
 
 @nb.njit(cache=True)
