@@ -175,7 +175,12 @@ def _prefetch_row(queue, q1, q2, cap, indptr, indices, cost):
     """Prefetch the edges of the row at queue place ``q1`` and the ``indptr`` entry of the
     row at place ``q2`` (places wrap around the circular queue of ``cap``)."""
     prefetch(indptr, queue[q2 - cap if q2 >= cap else q2])
-    r = queue[q1 - cap if q1 >= cap else q1]
+    _prefetch_edges(queue[q1 - cap if q1 >= cap else q1], indptr, indices, cost)
+
+
+@nb.njit(inline="always")
+def _prefetch_edges(r, indptr, indices, cost):
+    """Prefetch the edges (columns and costs) of row ``r``."""
     lo = indptr[r]
     hi = indptr[r + 1]
     # one prefetch per cache line of 8 entries, and the row's last line
@@ -415,6 +420,9 @@ def _augment(rows, indptr, indices, cost, u, v, col4row, row4col, d, pred, done,
                 sink = j
                 break
             i = row4col[j]
+            if hsize > 0 and row4col[heap[0]] >= 0:
+                # the row after i, unless row i's edges lower another column below it
+                _prefetch_edges(row4col[heap[0]], indptr, indices, cost)
         stats[0] += nsc
         stats[1] = max(stats[1], nsc)
         stats[2] += nt
@@ -507,6 +515,8 @@ def _flatten(indptr, indices, cost, u, v, col4row, row4col):
             heap[0] = last
             pos[last] = 0
             _sift_down(heap, pos, d, 0, size)
+            # the next row to settle, unless row i's edges lower another below it
+            _prefetch_edges(heap[0], indptr, indices, cost)
         di = d[i]
         for e in range(indptr[i], indptr[i + 1]):
             j = indices[e]

@@ -7,7 +7,9 @@ next row's loads out of order. So every bid waited on memory for the row it read
 per edge at 10⁵ where the gathers themselves take 1.5. The queue holds the next rows, and
 a prefetch instruction (unlike a plain load, which the processor has to wait for before
 it retires) asks for their memory while the current bid runs (benchmarks/README.md,
-"Prefetched bids").
+"Prefetched bids"). The shortest-path searches (:func:`.assignment._augment`,
+:func:`.assignment._flatten`) prefetch the row on top of their heap in the same way: it is
+the next one they scan unless the current row's edges put another above it.
 """
 
 from __future__ import annotations
