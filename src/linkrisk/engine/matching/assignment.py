@@ -216,6 +216,23 @@ def _unassign_slack(rows, indptr, indices, cost, v, col4row, row4col, eps):
 
 
 @nb.njit(cache=True)
+def _lower_rows(rows, indptr, indices, cost, u, v, col4row, row4col, free_tol):
+    """u_i := min_j (c_ij − v_j) for the given rows where that is more than ``free_tol``
+    below u_i, and the row is freed (see :meth:`SparseAssignment.add_edges`)."""
+    for p in range(rows.shape[0]):
+        i = rows[p]
+        m = np.inf
+        for e in range(indptr[i], indptr[i + 1]):
+            m = min(m, cost[e] - v[indices[e]])
+        if m < u[i] - free_tol:
+            u[i] = m
+            j = col4row[i]
+            if j >= 0:
+                col4row[i] = -1
+                row4col[j] = -1
+
+
+@nb.njit(cache=True)
 def _init_subset(rows, indptr, indices, cost, u, v, col4row, row4col):
     """:func:`_init_rows` for the given (unassigned) rows only."""
     for p in range(rows.shape[0]):
@@ -587,16 +604,22 @@ def merge_csr(ip: np.ndarray, ix: np.ndarray, w: np.ndarray, jp: np.ndarray, jx:
     n = ip.shape[0] - 1
     ptr = np.zeros(n + 1, np.int64)
     _merge_count(ip, ix, jp, jx, ptr)
+    np.cumsum(ptr, out=ptr)
     out_x = np.empty(ptr[-1], np.int64)
     out_w = np.empty(ptr[-1], np.float64)
     _merge_fill(ip, ix, w, jp, jx, jw, ptr, out_x, out_w)
     return ptr, out_x, out_w
 
 
-@nb.njit(cache=True)
+@nb.njit(parallel=True, cache=True)
 def _merge_count(ip, ix, jp, jx, ptr):
-    for i in range(ip.shape[0] - 1):
+    """ptr[i + 1] = the size of row i of the union (rows in parallel); the caller sums
+    them up."""
+    for i in nb.prange(ip.shape[0] - 1):
         a, ae, b, be = ip[i], ip[i + 1], jp[i], jp[i + 1]
+        if a == ae or b == be:
+            ptr[i + 1] = ae - a + be - b
+            continue
         cnt = 0
         while a < ae or b < be:
             if b >= be or (a < ae and ix[a] < jx[b]):
@@ -607,7 +630,7 @@ def _merge_count(ip, ix, jp, jx, ptr):
                 a += 1
                 b += 1
             cnt += 1
-        ptr[i + 1] = ptr[i] + cnt
+        ptr[i + 1] = cnt
 
 
 @nb.njit(parallel=True, cache=True)
@@ -825,15 +848,8 @@ class SparseAssignment:
     def _lower_rows(self, rows: np.ndarray) -> None:
         """u_i := min_j c̄-feasible value for the given rows; a row whose u falls by more
         than ``free_tol`` is freed."""
-        for i in rows:
-            lo, hi = self.indptr[i], self.indptr[i + 1]
-            m = float(np.min(self.cost[lo:hi] - self.v[self.indices[lo:hi]]))
-            if m < self.u[i] - self.free_tol:
-                self.u[i] = m
-                j = self.col4row[i]
-                if j >= 0:
-                    self.col4row[i] = -1
-                    self.row4col[j] = -1
+        _lower_rows(np.ascontiguousarray(rows, np.int64), self.indptr, self.indices,
+                    self.cost, self.u, self.v, self.col4row, self.row4col, self.free_tol)
 
     def rewarm(self) -> None:
         """Go back to the duals the last :meth:`flatten` started from (optimal for the
