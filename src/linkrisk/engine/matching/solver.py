@@ -764,10 +764,11 @@ def _rows_csr(idx: np.ndarray, cost: np.ndarray, delta: float
     return ptr, cols, costs
 
 
-@nb.njit(cache=True)
+@nb.njit(parallel=True, cache=True)
 def _fill_rows(idx, cost, delta, ptr, cols, costs):
-    """Each row's entries within Δ into its CSR slot, by insertion in column order."""
-    for i in range(idx.shape[0]):
+    """Each row's entries within Δ into its CSR slot, by insertion in column order (rows
+    in parallel: each has its own slot)."""
+    for i in nb.prange(idx.shape[0]):
         p0 = ptr[i]
         cnt = 0
         for q in range(idx.shape[1]):
