@@ -577,8 +577,13 @@ def _spine(pw: Pairwise, delta: float) -> tuple[np.ndarray, np.ndarray, np.ndarr
     rb = np.argsort(pw.y @ d, kind="stable")
     cols = rb[(np.arange(n_r) * n_c) // n_r]
     cost = pair_costs(pw, ra, cols)
-    ok = cost <= delta
-    return to_csr(ra[ok], cols[ok], cost[ok], n_r)
+    # one edge per row (ra is a permutation): the CSR directly, without to_csr's sort
+    col_of, cost_of = np.empty(n_r, np.int64), np.empty(n_r)
+    col_of[ra], cost_of[ra] = cols, cost
+    ok = cost_of <= delta
+    indptr = np.zeros(n_r + 1, np.int64)
+    np.cumsum(ok, out=indptr[1:])
+    return indptr, col_of[ok], cost_of[ok]
 
 
 def _pruned(g: tuple, mm: np.ndarray, n_r: int, n_c: int) -> tuple[SparseAssignment, int]:
