@@ -44,7 +44,8 @@ from ..nearest.kernels import Pairwise
 from ..nearest.rules import Progress
 from ..nearest.screen import error_constant, lower_bound
 from . import band, vec32
-from .knn import KNN, insert_sorted, merge_threads, pair_costs, row_blocks
+from .knn import KNN, PAIR_AHEAD, insert_sorted, merge_threads, pair_costs, row_blocks
+from .memory import prefetch
 from .tiles32 import FMA as _FMA
 from .tiles32 import scores32x2 as _scores32x2
 
@@ -516,23 +517,35 @@ def _group(keys, vals, lo, n):
 
 
 @nb.njit(parallel=True, cache=True)
-def _truncate(ptr, idx, sc, out_i, out_s, nxt, dest):
-    """Each group sorted by (score, index), cut to the width of ``out_i`` (missing
-    entries −1, +inf) and written to row ``dest[r]``; ``nxt`` = the first score cut off
-    (+inf: none). Insertion into the row of ``out_i``/``out_s`` itself: groups are about
-    twice the width, so this costs less than sorting each group (two argsorts and their
-    temporaries per row took 0.28–0.34 s at 10⁵)."""
+def _truncate(ptr, idx, x, y, yflat, out_i, out_s, nxt, dest):
+    """Each group scored exactly (the squared Euclidean score of x[dest[r]] and y[idx[p]]:
+    :func:`~.knn.pair_costs`' sum, the same bits), sorted by (score, index), cut to the
+    width of ``out_i`` (missing entries −1, +inf) and written to row ``dest[r]``; ``nxt`` =
+    the first score cut off (+inf: none). Insertion into the row of ``out_i``/``out_s``
+    itself: groups are about twice the width, so this costs less than sorting each group
+    (two argsorts and their temporaries per row took 0.28–0.34 s at 10⁵). Scoring here
+    instead of into an array first saves that array and its row index (0.04–0.1 s of
+    page faults at 10⁵, benchmarks/README.md, "Prefetched bids")."""
     W = out_i.shape[1]
+    m = x.shape[1]
     for r in nb.prange(ptr.shape[0] - 1):
         d = dest[r]
         oi = out_i[d]
         os_ = out_s[d]
+        xi = x[d]
         cut = np.inf
-        m = 0  # entries held, sorted by (score, index)
-        for p in range(ptr[r], ptr[r + 1]):
-            s = sc[p]
+        h = 0  # entries held, sorted by (score, index)
+        end = ptr[r + 1]
+        for p in range(ptr[r], end):
+            if p + PAIR_AHEAD < end:
+                prefetch(yflat, idx[p + PAIR_AHEAD] * m)
+                prefetch(yflat, idx[p + PAIR_AHEAD] * m + m - 1)
             j = idx[p]
-            if m == W:
+            s = 0.0
+            for k in range(m):
+                dk = xi[k] - y[j, k]
+                s += dk * dk
+            if h == W:
                 # full: the entry joins only if it precedes the last one, which is cut
                 if s > os_[W - 1] or (s == os_[W - 1] and j > oi[W - 1]):
                     cut = min(cut, s)
@@ -540,15 +553,15 @@ def _truncate(ptr, idx, sc, out_i, out_s, nxt, dest):
                 cut = min(cut, os_[W - 1])
                 q = W - 1
             else:
-                q = m
-                m += 1
+                q = h
+                h += 1
             while q > 0 and (os_[q - 1] > s or (os_[q - 1] == s and oi[q - 1] > j)):
                 os_[q] = os_[q - 1]
                 oi[q] = oi[q - 1]
                 q -= 1
             os_[q] = s
             oi[q] = j
-        for q in range(m, W):
+        for q in range(h, W):
             oi[q] = -1
             os_[q] = np.inf
         nxt[r] = cut
@@ -558,25 +571,16 @@ def _finish_lists(pw: Pairwise, keys: np.ndarray, vals: np.ndarray, lo: int, n: 
                   tau: np.ndarray, rec: np.ndarray, out_i: np.ndarray, out_s: np.ndarray
                   ) -> tuple[np.ndarray, np.ndarray]:
     """Logged pairs (key in lo..lo+n, partner) as exact lists: grouped by key, re-scored
-    exactly with ``pw`` (key k is its row ``rec[k]``, partners are its columns), sorted by
-    (score, index), cut to the lists' width and written to rows ``rec[k]`` of ``out_i``,
-    ``out_s``. Returns, per key, the list's bound: L(τ) for the pairs never logged
-    (float32 score ≥ τ, or never scored by the band, see :func:`_band`), or the first exact
-    score cut off when lower, and the number of pairs logged."""
+    exactly with ``pw`` (squared Euclidean; key k is its row ``rec[k]``, partners are its
+    columns), sorted by (score, index), cut to the lists' width and written to rows
+    ``rec[k]`` of ``out_i``, ``out_s``. Returns, per key, the list's bound: L(τ) for the
+    pairs never logged (float32 score ≥ τ, or never scored by the band, see
+    :func:`_band`), or the first exact score cut off when lower, and the number of pairs
+    logged."""
     ptr, part = _group(keys, vals, lo, n)
     nxt = np.empty(n)
-    # key records in runs of about SORT_BLOCK entries: scored, sorted and cut run by run
-    # (the exact scores of all logged pairs at once would be 8 bytes an entry)
-    r0 = 0
-    while r0 < n:
-        r1 = int(np.searchsorted(ptr, ptr[r0] + SORT_BLOCK, side="right")) - 1
-        r1 = min(max(r1, r0 + 1), n)
-        a, b = ptr[r0], ptr[r1]
-        dest = rec[lo + r0:lo + r1]
-        rows = np.repeat(dest, np.diff(ptr[r0:r1 + 1]))
-        sc = pair_costs(pw, rows, part[a:b])
-        _truncate(ptr[r0:r1 + 1] - a, part[a:b], sc, out_i, out_s, nxt[r0:r1], dest)
-        r0 = r1
+    _truncate(ptr, part, pw.x, pw.y, pw.y.reshape(-1), out_i, out_s, nxt,
+              np.ascontiguousarray(rec[lo:lo + n]))
     with np.errstate(invalid="ignore"):
         lb = np.maximum(lower_bound(tau.astype(np.float64), pw.x[rec[lo:lo + n]]), 0.0)
     lb[~np.isfinite(tau)] = np.inf
