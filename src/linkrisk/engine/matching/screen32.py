@@ -741,7 +741,7 @@ def knn_thresholds(pw: Pairwise, width: int, *, mean: float | None = None,
     # the float32 scores' error constant (lower_bound's c), with room for the float32 norms
     cerr = error_constant(pw.x.shape[1]) * 1.01
     xm2, nx_s, tau_fs = xm2[ox], nx[ox], tau_f[ox]
-    yt32, ny_s, tau_bs = np.ascontiguousarray(yt32[:, oy]), ny[oy], tau_b[oy]
+    yt32, ny_s, tau_bs = np.take(yt32, oy, axis=1), ny[oy], tau_b[oy]
     # the register-blocked kernel (files of up to 16 attributes, padded with zeros)
     M = vec32.width_for(pw.x.shape[1]) if REGISTER_KERNEL else 0
     if M:
