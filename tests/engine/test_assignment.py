@@ -200,3 +200,15 @@ def test_vectorized_bids_equal_branchy_bids(levels, eps):
         for g, w in zip(got, want, strict=True):
             assert np.array_equal(g, w)
         assert touched.sum() > 0
+
+
+def test_finite_range_equals_numpy_on_the_finite_entries():
+    from linkrisk.engine.matching.assignment import finite_range
+
+    rng = np.random.default_rng(2)
+    c = rng.standard_normal(1000) * 5
+    c[rng.random(1000) < 0.2] = np.inf
+    c[:3] = [-np.inf, np.nan, np.inf]
+    f = c[np.isfinite(c)]
+    assert finite_range(c) == (f.min(), f.max(), np.abs(f).max())
+    assert finite_range(np.array([np.inf, np.nan])) == (np.inf, -np.inf, 0.0)

@@ -795,10 +795,10 @@ class SparseAssignment:
         1e-7·scale), then a fresh start from them (row minima, greedy matching): the
         shortest-path phase that follows only has to fix local conflicts instead of
         searching far for free columns."""
-        finite = self.cost[np.isfinite(self.cost)]
-        if finite.size == 0:
-            return
-        scale = float(finite.max() - finite.min()) or 1.0
+        lo, hi, _ = finite_range(self.cost)
+        if lo > hi:
+            return  # no finite cost
+        scale = float(hi - lo) or 1.0
         eps = eps0 * scale
         n = self.n_rows
         touched = np.zeros(n, np.bool_)  # unused here: every row bids
@@ -905,8 +905,8 @@ class SparseAssignment:
         self.phase_times["bid_rows"] = int(rows.shape[0])
 
     def _scale(self) -> float:
-        finite = self.cost[np.isfinite(self.cost)]
-        return (float(finite.max() - finite.min()) or 1.0) if finite.size else 1.0
+        lo, hi, _ = finite_range(self.cost)
+        return (float(hi - lo) or 1.0) if lo <= hi else 1.0
 
     def restart(self, keep_prices: bool = False) -> None:
         """Forget the matching and duals: the next :meth:`solve` starts afresh — from the
@@ -953,6 +953,22 @@ class SparseAssignment:
         out = np.empty(self.n_edges)
         _reduced(self.indptr, self.indices, self.cost, self.u, self.v, out)
         return out
+
+
+@nb.njit(cache=True)
+def finite_range(cost):
+    """(smallest, largest, largest |·|) of the finite entries of ``cost`` in one pass,
+    without the copy of ``cost[np.isfinite(cost)]`` (+inf, −inf, 0 when there is none)."""
+    lo = np.inf
+    hi = -np.inf
+    ab = 0.0
+    for e in range(cost.shape[0]):
+        c = cost[e]
+        if np.isfinite(c):
+            lo = min(lo, c)
+            hi = max(hi, c)
+            ab = max(ab, abs(c))
+    return lo, hi, ab
 
 
 @nb.njit(cache=True)

@@ -95,6 +95,7 @@ from . import transport
 from .assignment import (
     SparseAssignment,
     allowed_edges,
+    finite_range,
     has_full_matching,
     merge_csr,
     to_csr,
@@ -434,8 +435,9 @@ def _explicit(pw: Pairwise, lim: np.ndarray, approx: bool, ties: str, rtol: floa
 
 
 def _scale(cost: np.ndarray) -> float:
-    finite = cost[np.isfinite(cost)]
-    return float(np.abs(finite).max()) if finite.size else 1.0
+    """max |c| over the finite costs (1 when there is none)."""
+    lo, hi, ab = finite_range(np.ascontiguousarray(cost, np.float64))
+    return float(ab) if lo <= hi else 1.0
 
 
 def _rect_ok(sa: SparseAssignment) -> bool:
