@@ -164,8 +164,8 @@ def _auction(indptr, indices, cost, v, col4row, row4col, eps, max_steps, touched
 
 
 #: queue places between a bid and the row whose edges it prefetches (the row 2·AHEAD
-#: places on gets its ``indptr`` entry prefetched): 2 took the first auction from
-#: 0.49–0.57 to 0.34–0.38 s at 10⁵ and from 15.0 to 10.2–10.5 s at 10⁶ (1, 4 and 8 about
+#: places on gets its ``indptr`` entry prefetched): 2 took a cold start's phases from
+#: 0.49–0.58 to 0.34–0.44 s at 10⁵ and from 15.0 to 10.2–10.5 s at 10⁶ (1, 4 and 8 about
 #: the same or slower; benchmarks/README.md, "Prefetched bids")
 AHEAD = 2
 

@@ -742,9 +742,8 @@ def _pair_costs_sq(x, y, yflat, root, ia, ib, out):
 
 def pair_costs(pw: Pairwise, ia: np.ndarray, ib: np.ndarray) -> np.ndarray:
     """Costs of the listed pairs (x[ia[p]], y[ib[p]]), same bits as the scans; +inf where an
-    index is −1. Squared Euclidean pairs are scored from the row-major ``y`` (0.16 → 0.06 s
-    for the 9.4·10⁶ pairs the 10⁵ lists re-score, benchmarks/README.md, "Prefetched
-    bids")."""
+    index is −1. Squared Euclidean pairs are scored from the row-major ``y`` (9.4·10⁶
+    random pairs at 10⁵: 0.05 → 0.03 s, benchmarks/README.md, "Prefetched bids")."""
     ia = np.ascontiguousarray(ia, dtype=np.int64)
     ib = np.ascontiguousarray(ib, dtype=np.int64)
     out = np.empty(ia.shape[0])

@@ -524,8 +524,8 @@ def _truncate(ptr, idx, x, y, yflat, out_i, out_s, nxt, dest):
     the first score cut off (+inf: none). Insertion into the row of ``out_i``/``out_s``
     itself: groups are about twice the width, so this costs less than sorting each group
     (two argsorts and their temporaries per row took 0.28–0.34 s at 10⁵). Scoring here
-    instead of into an array first saves that array and its row index (0.04–0.1 s of
-    page faults at 10⁵, benchmarks/README.md, "Prefetched bids")."""
+    instead of into an array first saves that array and its row index (page faults of
+    the finishing at 10⁵: 10.5k → 7k a call; benchmarks/README.md, "Prefetched bids")."""
     W = out_i.shape[1]
     m = x.shape[1]
     for r in nb.prange(ptr.shape[0] - 1):
