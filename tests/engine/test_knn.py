@@ -223,6 +223,43 @@ def test_gated_scan_equals_brute_force_on_the_gated_columns(metric, screened, se
     assert scan.count.sum() > 0 and (scan.count > 5).any()   # the cap was exercised
 
 
+@pytest.mark.parametrize("m", [5, 13, 16, 20])
+def test_gated_scan_register_pre_test_equals_the_loop_pre_test(monkeypatch, m):
+    """The certificate scan's float32 pre-test on the register-blocked kernel (files of up
+    to 16 attributes, padded) gives the same scan, bit for bit, as on the loop kernel:
+    the same float32 scores and tests, so the same columns scored exactly, in the same
+    order per row (m = 20: both take the loop kernel). Integer data (ties), thresholds at
+    a pair's value and one ulp above, per-row prefixes that end inside a 32-column block,
+    and gates."""
+    import importlib
+
+    K = importlib.import_module("linkrisk.engine.matching.knn")  # the module, not knn()
+    rng = np.random.default_rng(m)
+    x = rng.integers(0, 4, (150, m)).astype(float) + 10.0
+    y = np.concatenate([x[:60] + rng.integers(-1, 2, (60, m)),
+                        rng.integers(0, 4, (677, m)) + 10.0])  # 737: not whole blocks
+    pw = Pairwise.build(x, y, "sqeuclidean", root=True)
+    c = dense_costs(pw)
+    off = rng.integers(0, 3, y.shape[0]) * np.median(c) / 4
+    key = rng.standard_normal(y.shape[0])
+    rows = np.concatenate([rng.choice(150, 100, replace=False), [7, 7]])
+    r = c[rows] - off[None, :]
+    theta = np.quantile(r, rng.uniform(0.0, 0.3, rows.size), axis=1).diagonal().copy()
+    for p in range(0, rows.size, 5):
+        j = rng.integers(0, y.shape[0])
+        theta[p] = r[p, j] if p % 2 else np.nextafter(r[p, j], np.inf)
+        key[j] = min(key[j], theta[p] - 1.0)
+    gate = np.quantile(off, rng.uniform(0.0, 0.6, rows.size))
+    args = (pw, rows, off, key, theta, gate)
+    got, gnxt = scan_gated(*args, cap=4, screened=True)
+    monkeypatch.setattr(K, "SCAN_REGISTER", False)
+    want, wnxt = scan_gated(*args, cap=4, screened=True)
+    for f in ("min", "count", "idx", "val"):
+        np.testing.assert_array_equal(getattr(got, f), getattr(want, f))
+    np.testing.assert_array_equal(gnxt, wnxt)
+    assert want.count.sum() > 0 and (want.count > 4).any()
+
+
 def test_gated_scan_screen_refuses_other_costs():
     x, y, _ = _data("sqeuclidean", 10, 20, 0)
     with pytest.raises(LinkriskError, match="Euclidean"):

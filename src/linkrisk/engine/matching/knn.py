@@ -27,6 +27,7 @@ from ...errors import LinkriskError
 from ..nearest.kernels import SQEUCLIDEAN, Pairwise, tile_scores
 from ..nearest.rules import Progress
 from ..nearest.screen import error_constant
+from . import vec32
 from .memory import prefetch
 from .tiles32 import FMA, scores32x2
 
@@ -340,10 +341,48 @@ def _keep(r, th, j, best, cnt, vals, idxs):
     return best, cnt
 
 
+@nb.njit(cache=True)
+def _register_hits(M, ps, nps, rr, endc, th32, gt32, e32, hr, hm, xm2p, nx32, yt32p, ny32p,
+                   off32p, t0, wfull, x, yts, metric, degree, kxx, kyy, tflat, toff, tsize,
+                   root, cmax, off, gate, theta, dst, acc, out_min, out_cnt, out_val,
+                   out_idx):
+    """The gated scan's block of columns t0..t0 + wfull for its rows ps[0..nps) with the
+    register-blocked pre-test (:func:`.vec32.block_maybe`, 32 columns at a time), then the
+    exact scores of the columns that may pass, in increasing order per row."""
+    for j0 in range(t0, t0 + wfull, vec32.BLOCK):
+        nh = vec32.block_maybe(M, xm2p, nx32, rr, nps, th32, gt32, e32, endc, yt32p, ny32p,
+                               off32p, j0, hr, hm)
+        for h in range(nh):
+            r = hr[h]
+            mask = hm[h]
+            p = ps[r]
+            i = rr[r]
+            gt = gate[p]
+            th = theta[p]
+            dp = dst[p]
+            best = out_min[dp]
+            cnt = out_cnt[dp]
+            vals = out_val[dp]
+            idxs = out_idx[dp]
+            for q in range(vec32.BLOCK):
+                if (mask >> q) & 1:
+                    col = j0 + q
+                    o = off[col]
+                    if o > gt:
+                        _scores(acc, x[i], yts, col, 1, metric, degree, kxx[i], kyy, tflat,
+                                toff, tsize)
+                        c_ = _cost(acc[0], root)
+                        if c_ <= cmax:
+                            best, cnt = _keep(c_ - o, th, col, best, cnt, vals, idxs)
+            out_min[dp] = best
+            out_cnt[dp] = cnt
+
+
 @nb.njit(parallel=True, cache=True)
 def _scan_gated(prow, x, yts, metric, degree, kxx, kyy, tflat, toff, tsize, root, cmax, off,
                 gmax, theta, gate, end, chunks, threads, s32, xm2, nx32, nx64, yt32, ny32,
-                nymax, off32, omax, cerr, dst, col_of, out_min, out_cnt, out_idx, out_val):
+                nymax, off32, omax, cerr, M, xm2p, yt32p, ny32p, off32p, dst, col_of, out_min,
+                out_cnt, out_idx, out_val):
     """Columns sorted by key ascending (``yts``, ``kyy``, ``off`` in that order). For each
     listed row i = prow[p], over the columns j < end[p] (those with key_j < θ_p) with
     off_j > gate_p (minus the blocks whose largest off_j fails the gate): r_j = cost(x_i,
@@ -362,7 +401,11 @@ def _scan_gated(prow, x, yts, metric, degree, kxx, kyy, tflat, toff, tsize, root
     block), the bound of :func:`~..nearest.screen.lower_bound`); only a block that may hold a pair is
     scored exactly (with ``s32`` only its columns that may pass). Hits are rare (a few per
     row), so the pre-test is the cost. Each row sees its columns in increasing order, as a
-    row-by-row scan would: the results are the same."""
+    row-by-row scan would: the results are the same.
+    With ``M`` > 0 (files of up to 16 attributes) the float32 pre-test runs on the
+    register-blocked kernel of :mod:`.vec32` (``xm2p``, ``yt32p``, ``ny32p``, ``off32p``
+    padded to M attributes and whole blocks), 32 columns at a time: the same float32
+    scores and tests, so the same columns are scored exactly, in the same order per row."""
     cap = out_idx.shape[1]
     blk = GATE_BLOCK
     n_y = off.shape[0]
@@ -380,6 +423,10 @@ def _scan_gated(prow, x, yts, metric, degree, kxx, kyy, tflat, toff, tsize, root
         gt32 = np.empty(mx + 1, np.float32)
         e32 = np.empty(mx + 1, np.float32)
         flag = np.zeros(mx + 1, np.bool_)
+        rr = np.empty(mx + 1, np.int64)
+        endc = np.empty(mx + 1, np.int64)
+        hr = np.empty(mx + 1, np.int64)
+        hm = np.empty(mx + 1, np.uint32)
         # chunks are sorted by work: thread t takes every T-th one
         for c in range(t, nch, T):
             lo, hi = chunks[c], chunks[c + 1]
@@ -411,8 +458,17 @@ def _scan_gated(prow, x, yts, metric, degree, kxx, kyy, tflat, toff, tsize, root
                         th32[nps] = np.float32(theta[p] + 2.0**-20 * (abs(theta[p]) + omax[b]))
                         gt32[nps] = np.nextafter(np.float32(gate[p]), np.float32(-np.inf))
                         e32[nps] = np.float32(cerr * (nx64[prow[p]] + nymax[b]) * (1.0 + 1e-4))
+                        rr[nps] = prow[p]
+                        endc[nps] = t0 + min(wfull, end[p] - t0)
                         nps += 1
                     if nps == 0:
+                        continue
+                    if M > 0:
+                        _register_hits(M, ps, nps, rr, endc, th32, gt32, e32, hr, hm, xm2p,
+                                       nx32, yt32p, ny32p, off32p, t0, wfull, x, yts, metric,
+                                       degree, kxx, kyy, tflat, toff, tsize, root, cmax, off,
+                                       gate, theta, dst, acc, out_min, out_cnt, out_val,
+                                       out_idx)
                         continue
                     _block_hits(ps, nps, prow, xm2, nx32, yt32, ny32, off32, t0, wfull, end,
                                 th32, gt32, e32, a32, flag)
@@ -503,7 +559,11 @@ class Scan:
 
 _NO_SCREEN = (False, np.empty((0, 0), np.float32), np.empty(0, np.float32), np.empty(0),
               np.empty((0, 0), np.float32), np.empty(0, np.float32), np.empty(0),
-              np.empty(0, np.float32), np.empty(0), 0.0)
+              np.empty(0, np.float32), np.empty(0), 0.0, 0, np.empty((0, 0), np.float32),
+              np.empty((0, 0), np.float32), np.empty(0, np.float32), np.empty(0, np.float32))
+#: the certificate scan's float32 pre-test on the register-blocked kernel of :mod:`.vec32`
+#: (files of up to 16 attributes; the loop kernel otherwise)
+SCAN_REGISTER = True
 
 
 def _screen_args(pw: Pairwise, yts: np.ndarray, off: np.ndarray, starts: np.ndarray
@@ -521,8 +581,18 @@ def _screen_args(pw: Pairwise, yts: np.ndarray, off: np.ndarray, starts: np.ndar
     with np.errstate(over="ignore"):  # |off| beyond float32: inf, a block that always hits
         off32 = off.astype(np.float32)
     omax = np.maximum.reduceat(np.abs(off), starts)
-    return (True, -2.0 * x32, nx32, np.einsum("ij,ij->i", pw.x, pw.x), yt32, ny32, nymax,
-            off32, omax, cerr)
+    M = vec32.width_for(pw.x.shape[1]) if SCAN_REGISTER else 0
+    xm2 = -2.0 * x32
+    if M:
+        # the register kernel's padded copies; the loop kernel's are not used then
+        xm2p = vec32.pad_rows(xm2, M)
+        yt32p, ny32p, off32p = vec32.pad_columns(yt32, ny32, off32, M)
+        xm2, yt32 = np.empty((0, 0), np.float32), np.empty((0, 0), np.float32)
+    else:
+        xm2p, yt32p = np.empty((0, 0), np.float32), np.empty((0, 0), np.float32)
+        ny32p, off32p = np.empty(0, np.float32), np.empty(0, np.float32)
+    return (True, xm2, nx32, np.einsum("ij,ij->i", pw.x, pw.x), yt32, ny32, nymax,
+            off32, omax, cerr, M, xm2p, yt32p, ny32p, off32p)
 
 
 def scan_gated(pw: Pairwise, rows: np.ndarray, off: np.ndarray, key: np.ndarray,

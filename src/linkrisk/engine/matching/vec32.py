@@ -229,8 +229,80 @@ def _make_min(M: int):
     return block_min_bits
 
 
+def _make_maybe(M: int):
+    """The intrinsic ``block_maybe(x, nx, rr, nr, th, gt, err, endc, yt, ny, off, j0, hr,
+    hm)`` for ``M`` attributes: the certificate scan's float32 pre-test
+    (:func:`.knn._maybe32`) for rows rr[0..nr) of ``x`` (as in :func:`_make`) against the
+    32 columns from j0 of ``yt``. Column j0 + q may pass for row r when q < endc[r] − j0
+    and a < fl(fl(u·u)·(1 + 10⁻⁵)) + err[r], u > 0, off > gt[r], with a the float32
+    score and u = th[r] + off (float32, unfused: the rounding the pre-test's proof
+    assumes). Rows with some such column are appended as (r, 32-bit mask) to ``hr``,
+    ``hm``; returns how many."""
+
+    @intrinsic
+    def block_maybe(typingctx, x, nx, rr, nr, th, gt, err, endc, yt, ny, off, j0, hr, hm):
+        f4, i8, u4 = types.float32, types.int64, types.uint32
+        if not _typed((x, nx, rr, th, gt, err, endc, yt, ny, off, hr, hm),
+                      (f4, f4, i8, f4, f4, f4, i8, f4, f4, f4, i8, u4)):
+            return None  # a typing error instead of wrong loads
+        sig = types.int64(x, nx, rr, nr, th, gt, err, endc, yt, ny, off, j0, hr, hm)
+
+        def codegen(context, builder, signature, args):
+            (ax, anx, arr, _, ath, agt, aerr, aend, ayt, any_, aoff, _, ahr,
+             ahm) = _arrays(context, builder, signature, args)
+            nr_, j0_ = args[3], args[11]
+            blk = _Block(builder, M, ax, anx, ayt, any_, j0_)
+            i32, i64 = blk.i32, blk.i64
+            ivty = ir.VectorType(i32, _LANES)
+            offv = [blk.vload(aoff.data, blk.off(j0_, v)) for v in range(_NV)]
+            cst = ir.Constant(blk.vty, [float(np.float32(1.0 + 1e-5))] * _LANES)
+            zero = ir.Constant(blk.vty, [0.0] * _LANES)
+            lanes = [ir.Constant(ivty, [v * _LANES + q for q in range(_LANES)])
+                     for v in range(_NV)]
+            und = ir.Constant(ivty, ir.Undefined)
+
+            def ibcast(val):
+                v0 = builder.insert_element(und, val, ir.Constant(i32, 0))
+                return builder.shuffle_vector(v0, und, ir.Constant(ivty, [0] * _LANES))
+
+            def body(r, cnt):
+                i = builder.load(builder.gep(arr.data, [r]))
+                acc = blk.scores(i)
+                thv = blk.bcast(builder.load(builder.gep(ath.data, [r])))
+                gtv = blk.bcast(builder.load(builder.gep(agt.data, [r])))
+                ev = blk.bcast(builder.load(builder.gep(aerr.data, [r])))
+                lim = builder.sub(builder.load(builder.gep(aend.data, [r])), j0_)
+                lim = builder.select(builder.icmp_signed("<", lim, blk.c64(0)), blk.c64(0), lim)
+                lim = builder.select(builder.icmp_signed(">", lim, blk.c64(BLOCK)),
+                                     blk.c64(BLOCK), lim)
+                limv = ibcast(builder.trunc(lim, i32))
+                mask = blk.c64(0)
+                for v in range(_NV):
+                    u = builder.fadd(thv, offv[v])
+                    t = builder.fadd(builder.fmul(builder.fmul(u, u), cst), ev)
+                    ok = builder.and_(builder.fcmp_ordered("<", acc[v], t),
+                                      builder.fcmp_ordered(">", u, zero))
+                    ok = builder.and_(ok, builder.fcmp_ordered(">", offv[v], gtv))
+                    ok = builder.and_(ok, builder.icmp_signed("<", lanes[v], limv))
+                    bits = builder.zext(builder.bitcast(ok, ir.IntType(_LANES)), i64)
+                    mask = builder.or_(mask, builder.shl(bits, blk.c64(v * _LANES)))
+                # branch-free append: written at slot cnt, kept only if some bit is set
+                builder.store(r, builder.gep(ahr.data, [cnt]))
+                builder.store(builder.trunc(mask, i32), builder.gep(ahm.data, [cnt]))
+                hit = builder.icmp_unsigned("!=", mask, blk.c64(0))
+                return builder.add(cnt, builder.zext(hit, i64))
+
+            return _row_loop(builder, blk.c64(0), nr_, body, blk.c64(0))
+
+        return sig, codegen
+
+    return block_maybe
+
+
 block_hits8, block_hits13, block_hits16 = _make(8), _make(13), _make(16)
 block_min8, block_min13, block_min16 = _make_min(8), _make_min(13), _make_min(16)
+block_maybe8, block_maybe13, block_maybe16 = (_make_maybe(8), _make_maybe(13),
+                                               _make_maybe(16))
 
 
 @nb.njit(inline="always")
@@ -251,6 +323,16 @@ def block_min_bits(M, x, nx, r0, r1, yt, ny, j0, mins):
     if M == 13:
         return block_min13(x, nx, r0, r1, yt, ny, j0, mins)
     return block_min16(x, nx, r0, r1, yt, ny, j0, mins)
+
+
+@nb.njit(inline="always")
+def block_maybe(M, x, nx, rr, nr, th, gt, err, endc, yt, ny, off, j0, hr, hm):
+    """:func:`_make_maybe`'s kernel for ``M`` attributes (one of :data:`WIDTHS`)."""
+    if M == 8:
+        return block_maybe8(x, nx, rr, nr, th, gt, err, endc, yt, ny, off, j0, hr, hm)
+    if M == 13:
+        return block_maybe13(x, nx, rr, nr, th, gt, err, endc, yt, ny, off, j0, hr, hm)
+    return block_maybe16(x, nx, rr, nr, th, gt, err, endc, yt, ny, off, j0, hr, hm)
 
 
 def pad_rows(z: np.ndarray, M: int) -> np.ndarray:
