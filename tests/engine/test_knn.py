@@ -176,6 +176,19 @@ def test_scans_equal_brute_force(root):
     np.testing.assert_allclose(pair_costs(pw, ia, ib), c[ia, ib])
 
 
+def _scan_thresholds(rng, r, key, spread, every, first):
+    """Gated-scan thresholds for rows whose pair values are ``r``: a random quantile of
+    each row (up to ``spread``), and on every ``every``-th row one exactly at a pair's
+    value (strictly below: excluded) or one ulp above it (included), a column from
+    ``first`` on that ``key`` lets the row scan: the pre-tests must not lose either."""
+    theta = np.quantile(r, rng.uniform(0.0, spread, r.shape[0]), axis=1).diagonal().copy()
+    for p in range(0, r.shape[0], every):
+        j = rng.integers(first, r.shape[1])
+        theta[p] = r[p, j] if p % 2 else np.nextafter(r[p, j], np.inf)
+        key[j] = min(key[j], theta[p] - 1.0)
+    return theta
+
+
 @pytest.mark.parametrize("metric,screened", [("sqeuclidean", False), ("sqeuclidean", True),
                                              ("mixed", False), ("kernel", False)])
 @pytest.mark.parametrize("seed", range(3))
@@ -196,13 +209,7 @@ def test_gated_scan_equals_brute_force_on_the_gated_columns(metric, screened, se
     # several chunks of rows (SCAN_ROWS each), repeated rows
     rows = np.concatenate([rng.choice(90, 40, replace=False), [3, 3], rng.choice(90, 160)])
     r = c[rows] - off[None, :]
-    theta = np.quantile(r, rng.uniform(0.0, 0.2, rows.size), axis=1).diagonal().copy()
-    # thresholds exactly at a pair's value (strictly below: excluded) and one ulp above
-    # (included): the pre-tests must not lose either
-    for p in range(0, rows.size, 7):
-        j = rng.integers(5, y.shape[0])
-        theta[p] = r[p, j] if p % 2 else np.nextafter(r[p, j], np.inf)
-        key[j] = min(key[j], theta[p] - 1.0)
+    theta = _scan_thresholds(rng, r, key, 0.2, 7, 5)
     gate = np.quantile(off, rng.uniform(0.0, 0.6, rows.size))
     gate[::7] = -1.0
     cmax = np.quantile(c, 0.5) if seed == 1 else np.inf
@@ -243,12 +250,7 @@ def test_gated_scan_register_pre_test_equals_the_loop_pre_test(monkeypatch, m):
     off = rng.integers(0, 3, y.shape[0]) * np.median(c) / 4
     key = rng.standard_normal(y.shape[0])
     rows = np.concatenate([rng.choice(150, 100, replace=False), [7, 7]])
-    r = c[rows] - off[None, :]
-    theta = np.quantile(r, rng.uniform(0.0, 0.3, rows.size), axis=1).diagonal().copy()
-    for p in range(0, rows.size, 5):
-        j = rng.integers(0, y.shape[0])
-        theta[p] = r[p, j] if p % 2 else np.nextafter(r[p, j], np.inf)
-        key[j] = min(key[j], theta[p] - 1.0)
+    theta = _scan_thresholds(rng, c[rows] - off[None, :], key, 0.3, 5, 0)
     gate = np.quantile(off, rng.uniform(0.0, 0.6, rows.size))
     args = (pw, rows, off, key, theta, gate)
     got, gnxt = scan_gated(*args, cap=4, screened=True)

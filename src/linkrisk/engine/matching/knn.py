@@ -341,6 +341,20 @@ def _keep(r, th, j, best, cnt, vals, idxs):
     return best, cnt
 
 
+@nb.njit(inline="always")
+def _exact_keep(acc, xi, yts, col, o, gt, th, cmax, metric, degree, kxx_i, kyy, tflat, toff,
+                tsize, root, best, cnt, vals, idxs):
+    """A column the float32 pre-test let through, checked exactly: when its offset o
+    passes the gate and its cost ≤ cmax, r = cost − o is kept (:func:`_keep`). Returns
+    (best, cnt)."""
+    if o > gt:
+        _scores(acc, xi, yts, col, 1, metric, degree, kxx_i, kyy, tflat, toff, tsize)
+        c_ = _cost(acc[0], root)
+        if c_ <= cmax:
+            best, cnt = _keep(c_ - o, th, col, best, cnt, vals, idxs)
+    return best, cnt
+
+
 @nb.njit(cache=True)
 def _register_hits(M, ps, nps, rr, endc, th32, gt32, e32, hr, hm, xm2p, nx32, yt32p, ny32p,
                    off32p, t0, wfull, x, yts, metric, degree, kxx, kyy, tflat, toff, tsize,
@@ -366,14 +380,9 @@ def _register_hits(M, ps, nps, rr, endc, th32, gt32, e32, hr, hm, xm2p, nx32, yt
             idxs = out_idx[dp]
             for q in range(vec32.BLOCK):
                 if (mask >> q) & 1:
-                    col = j0 + q
-                    o = off[col]
-                    if o > gt:
-                        _scores(acc, x[i], yts, col, 1, metric, degree, kxx[i], kyy, tflat,
-                                toff, tsize)
-                        c_ = _cost(acc[0], root)
-                        if c_ <= cmax:
-                            best, cnt = _keep(c_ - o, th, col, best, cnt, vals, idxs)
+                    best, cnt = _exact_keep(acc, x[i], yts, j0 + q, off[j0 + q], gt, th,
+                                            cmax, metric, degree, kxx[i], kyy, tflat, toff,
+                                            tsize, root, best, cnt, vals, idxs)
             out_min[dp] = best
             out_cnt[dp] = cnt
 
@@ -501,14 +510,10 @@ def _scan_gated(prow, x, yts, metric, degree, kxx, kyy, tflat, toff, tsize, root
                                     q += 1
                                     continue
                                 m -= 1
-                                o = off[t0 + q]
-                                if o > gt:
-                                    _scores(acc, x[i], yts, t0 + q, 1, metric, degree,
-                                            kxx[i], kyy, tflat, toff, tsize)
-                                    c_ = _cost(acc[0], root)
-                                    if c_ <= cmax:
-                                        best, cnt = _keep(c_ - o, th, t0 + q, best, cnt,
-                                                          vals, idxs)
+                                best, cnt = _exact_keep(acc, x[i], yts, t0 + q, off[t0 + q],
+                                                        gt, th, cmax, metric, degree, kxx[i],
+                                                        kyy, tflat, toff, tsize, root, best,
+                                                        cnt, vals, idxs)
                                 q += 1
                         out_min[dp] = best
                         out_cnt[dp] = cnt
