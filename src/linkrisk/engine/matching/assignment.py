@@ -111,8 +111,9 @@ def _auction(indptr, indices, cost, v, col4row, row4col, eps, max_steps, touched
     (j1 the first minimum in edge order, the second minimum over the other edges): the
     same bids as one branchy pass keeping the two smallest, 26 % less time at 10⁵
     (benchmarks/README.md, "Vectorized bids, wider first repairs"). While a row bids, the
-    memory of the rows queued ``AHEAD`` and 2·``AHEAD`` places behind it is prefetched
-    (their edges, their ``indptr`` entry): bids waited on it (:mod:`.memory`)."""
+    memory of the rows ``AHEAD`` and 2·``AHEAD`` places later in the queue is prefetched
+    (the first one's edges, the second one's ``indptr`` entry): bids waited on it
+    (:mod:`.memory`)."""
     n = indptr.shape[0] - 1
     dmax = 0
     for i in range(n):
