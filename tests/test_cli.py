@@ -87,3 +87,58 @@ def test_datasets_and_methods_commands(tmp_path):
     assert "[found]" in p.stdout.split("eia")[0] and "[missing]" in p.stdout
     p = run("methods", check=True)
     assert "rbrl_max" in p.stdout
+
+
+def test_first_run_compilation_is_announced_once(capsys):
+    """A cache miss of a numba kernel prints one plain line (no terminal); a kernel that is
+    compiled already prints nothing."""
+    import numba
+
+    from linkrisk import cli
+
+    @numba.njit
+    def twice(a):
+        return 2 * a
+
+    @numba.njit
+    def twice_plus_one(a):  # its callee compiles inside its own event
+        return twice(a) + 1
+
+    with cli.progress_bar():
+        assert twice_plus_one(3) == 7  # compiled here: no cache for a test's own kernel
+        assert twice(4.5) == 9.0  # a second signature: compiled, not announced again
+    assert capsys.readouterr().err.count(cli.COMPILE_NOTE) == 1
+    with cli.progress_bar():
+        assert twice(5) == 10
+    assert cli.COMPILE_NOTE not in capsys.readouterr().err
+
+
+def test_compilation_shows_a_line_of_the_progress_display():
+    """At a terminal the notice is a task of the rich display, hidden between kernels."""
+    import io
+
+    import numba
+    from rich.console import Console
+    from rich.progress import Progress, TextColumn
+
+    from linkrisk import cli
+
+    @numba.njit
+    def thrice(a):
+        return 3 * a
+
+    console = Console(file=io.StringIO(), force_terminal=True)
+    # no redirection of sys.stdout: numba's first compile in a process has colorama wrap it
+    with Progress(TextColumn("{task.description} {task.fields[count]}"), console=console,
+                  redirect_stdout=False, redirect_stderr=False) as prog:
+        with cli.compile_notice(prog):
+            @numba.njit
+            def calls_thrice(a):  # the callee compiles inside the caller's event
+                return thrice(a) + 1
+
+            assert calls_thrice(2) == 7
+            seen = [(t.description, t.fields["count"], t.visible) for t in prog.tasks]
+            assert thrice(1.5) == 4.5  # the next kernel, once more in the same task
+            again = [(t.fields["count"], t.visible) for t in prog.tasks]
+    assert seen == [("compiling kernels (first run only)", "kernel 1", False)]
+    assert again == [("kernel 2", False)]

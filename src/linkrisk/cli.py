@@ -139,10 +139,51 @@ def merge_kinds(kinds: str | None, nominal: str | None) -> dict[str, str]:
     return k
 
 
+COMPILE_NOTE = ("compiling linkrisk's numeric kernels for this machine: once, on the first "
+                "run of each attack (up to a minute); later runs load them from numba's cache")
+
+
+@contextmanager
+def compile_notice(prog: Progress | None = None) -> Iterator[None]:
+    """Tell the user when numba compiles kernels (the first run after an install: up to a
+    minute of silence otherwise). Numba fires ``numba:compile`` only on a cache miss, so a
+    run that loads its kernels from the cache shows nothing. With ``prog``, a line of the
+    rich display counts the kernels while one compiles; else one plain line, once."""
+    from numba.core import event
+
+    class Notice(event.Listener):
+        depth = done = 0
+        task = None
+
+        def on_start(self, ev: event.Event) -> None:
+            self.depth += 1
+            if self.depth > 1:
+                return  # a kernel's callees compile inside its own event
+            if prog is None:
+                if not self.done:
+                    err.print(COMPILE_NOTE + " …", soft_wrap=True)
+            elif self.task is None:
+                self.task = prog.add_task("compiling kernels (first run only)", total=None,
+                                          count="kernel 1")
+            else:
+                prog.update(self.task, visible=True, count=f"kernel {self.done + 1}")
+
+        def on_end(self, ev: event.Event) -> None:
+            self.depth -= 1
+            if self.depth == 0:
+                self.done += 1
+                if prog is not None and self.task is not None:
+                    prog.update(self.task, visible=False)
+
+    with event.install_listener("numba:compile", Notice()):
+        yield
+
+
 @contextmanager
 def progress_bar(enabled: bool = True) -> Iterator[Callable[[str], Callable[[int, int], None]]]:
     """Yields a factory ``make(label)`` of ``(done, total)`` callbacks on stderr: a rich bar
-    at a terminal, else one plain line every :data:`PLAIN_EVERY` seconds per task."""
+    at a terminal, else one plain line every :data:`PLAIN_EVERY` seconds per task. Either
+    way a first run's kernel compilation is announced (:func:`compile_notice`)."""
     if not enabled:
         yield lambda label: (lambda done, total: None)
         return
@@ -158,7 +199,8 @@ def progress_bar(enabled: bool = True) -> Iterator[Callable[[str], Callable[[int
                     err.print(f"{escape(label)}: {done:,}/{total:,} records "
                               f"({100 * done / total:.0f} %), {now - t0:.0f} s", soft_wrap=True)
             return cb
-        yield make_plain
+        with compile_notice():
+            yield make_plain
         return
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(),
                   TextColumn("{task.fields[count]}"),
@@ -171,7 +213,8 @@ def progress_bar(enabled: bool = True) -> Iterator[Callable[[str], Callable[[int
                 prog.update(task, completed=done, total=total,
                             count=f"{done:,}/{total:,} records" if total else "")
             return cb
-        yield make
+        with compile_notice(prog):
+            yield make
 
 
 def rate_table(results: list[dict[str, Any]], title: str) -> Table:
@@ -567,7 +610,8 @@ def mask_cmd(
     seed = check_seed(secrets.randbelow(2**31) if drawn else seed)
     check_output(output, force, table=True, what="release")
     (df,) = read_inputs(input)
-    res = linkrisk.mask(df, method, columns=parse_columns(columns), seed=seed, **params)
+    with compile_notice():
+        res = linkrisk.mask(df, method, columns=parse_columns(columns), seed=seed, **params)
     same = [c for c in res.columns if c in df.columns and _same(df[c], res[c])]
     if len(same) == res.shape[1]:
         warnings.warn(f"the release equals the input on every column ({len(res):,} record"
