@@ -139,8 +139,8 @@ def merge_kinds(kinds: str | None, nominal: str | None) -> dict[str, str]:
     return k
 
 
-COMPILE_NOTE = ("compiling linkrisk's numeric kernels for this machine: once, on the first "
-                "run of each attack (up to a minute); later runs load them from numba's cache")
+COMPILE_NOTE = ("compiling linkrisk's numeric kernels for this machine (up to a minute, once: "
+                "later runs load them from numba's cache)")
 
 
 @contextmanager
