@@ -411,3 +411,36 @@ def test_gated_pre_tests_never_drop_a_pair_at_the_threshold(kind):
     assert [q for q in range(n) if not maybe(q, theta[q])] == []
     far = r - 0.5 * np.abs(r) - 1.0
     assert not any(maybe(q, far[q]) for q in range(0, n, 97))
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("room", [0.0, 0.01, 0.5])
+def test_merge_into_equals_merge_csr(seed, room):
+    """In place (room for the union: the same buffers come back) or, without room, a new
+    merge; either way the union of merge_csr. Edges are added to the first and last rows,
+    to empty rows, and twice (a pair in both keeps the first graph's cost)."""
+    from linkrisk.engine.matching.assignment import merge_csr, merge_into
+
+    rng = np.random.default_rng(seed)
+    n, n_c = 40, 30
+    r1, c1 = rng.integers(0, n, 200), rng.integers(0, n_c, 200)
+    r1[(r1 == 5) | (r1 == 6)] = 7  # rows 5 and 6 empty in the first graph
+    r2 = np.concatenate([rng.integers(0, n, 30 + 10 * seed), [0, n - 1, 5], r1[:10]])
+    c2 = np.concatenate([rng.integers(0, n_c, 30 + 10 * seed), [0, n_c - 1, 3], c1[:10]])
+    cost1, cost2 = rng.random((n, n_c)), rng.random((n, n_c))
+    g1 = to_csr(r1, c1, cost1[r1, c1], n)
+    g2 = to_csr(r2, c2, cost2[r2, c2], n)
+    want = merge_csr(*g1, *g2)
+    base = merge_csr(*g1, *to_csr(r1[:0], c1[:0], cost1[0, :0], n), room=room)
+    buf = base[1].base
+    got = merge_into(*base, *g2)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g, w)
+    fits = buf is not None and buf.shape[0] >= want[1].shape[0]
+    assert np.shares_memory(got[1], buf) == fits if buf is not None else not fits
+    assert fits == (room == 0.5)
+    # a second merge into the result (in place again when it still fits)
+    r3, c3 = rng.integers(0, n, 5), rng.integers(0, n_c, 5)
+    want3 = merge_csr(*want, *to_csr(r3, c3, cost2[r3, c3], n))
+    for g, w in zip(merge_into(*got, *to_csr(r3, c3, cost2[r3, c3], n)), want3, strict=True):
+        np.testing.assert_array_equal(g, w)

@@ -598,18 +598,86 @@ def to_csr(rows: np.ndarray, cols: np.ndarray, costs: np.ndarray, n_rows: int
     return indptr, np.ascontiguousarray(c), np.ascontiguousarray(w)
 
 
+#: spare entries at the end of a candidate graph's arrays, as a fraction of its edges
+#: (:func:`merge_csr` with ``room``): the spine and the repair rounds' edges then merge in
+#: place (:func:`merge_into`) instead of into fresh arrays, whose first touch cost more
+#: than the merge itself (benchmarks/README.md, "Merges in place")
+GRAPH_ROOM = 0.05
+
+
 def merge_csr(ip: np.ndarray, ix: np.ndarray, w: np.ndarray, jp: np.ndarray, jx: np.ndarray,
-              jw: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+              jw: np.ndarray, room: float = 0.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The union of two CSR graphs over the same rows, each sorted by (row, column) without
-    duplicates, in the same form (a pair in both keeps the first graph's cost)."""
-    n = ip.shape[0] - 1
-    ptr = np.zeros(n + 1, np.int64)
-    _merge_count(ip, ix, jp, jx, ptr)
-    np.cumsum(ptr, out=ptr)
-    out_x = np.empty(ptr[-1], np.int64)
-    out_w = np.empty(ptr[-1], np.float64)
+    duplicates, in the same form (a pair in both keeps the first graph's cost). With
+    ``room`` > 0 the columns and costs are the leading views of buffers with that fraction
+    of spare entries, which :func:`merge_into` can merge into later."""
+    ptr = _merged_ptr(ip, ix, jp, jx)
+    m = int(ptr[-1])
+    cap = m + int(room * m)
+    out_x = np.empty(cap, np.int64)[:m] if cap > m else np.empty(m, np.int64)
+    out_w = np.empty(cap, np.float64)[:m] if cap > m else np.empty(m, np.float64)
     _merge_fill(ip, ix, w, jp, jx, jw, ptr, out_x, out_w)
     return ptr, out_x, out_w
+
+
+def merge_into(ip: np.ndarray, ix: np.ndarray, w: np.ndarray, jp: np.ndarray, jx: np.ndarray,
+               jw: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`merge_csr` of the same graphs, written over the first one's columns and costs
+    when both are the leading views of buffers with room for the union (as ``merge_csr``
+    with ``room`` makes them); else a new ``merge_csr`` with :data:`GRAPH_ROOM`. In place,
+    rows go from the last to the first and each is merged from its end backwards: an
+    entry moves only to the right (by the edges added to the rows before it, and to its
+    own row after it), so none is overwritten before it is read. ``ix`` and ``w`` must
+    not be used afterwards."""
+    bx, bw = ix.base, w.base
+    ptr = _merged_ptr(ip, ix, jp, jx)
+    m = int(ptr[-1])
+    if not (_leading(ix, bx) and _leading(w, bw) and bx.shape == bw.shape
+            and m <= bx.shape[0]):
+        return merge_csr(ip, ix, w, jp, jx, jw, room=GRAPH_ROOM)
+    _merge_back(ip, bx, bw, jp, jx, jw, ptr)
+    return ptr, bx[:m], bw[:m]
+
+
+def _leading(a: np.ndarray, b: object) -> bool:
+    """Whether ``a`` is a leading slice of the 1-D array ``b`` (same dtype and start)."""
+    return (isinstance(b, np.ndarray) and b.ndim == 1 and a.ndim == 1 and b.dtype == a.dtype
+            and b.flags.c_contiguous and a.ctypes.data == b.ctypes.data)
+
+
+def _merged_ptr(ip, ix, jp, jx) -> np.ndarray:
+    """The union's row pointers (see :func:`merge_csr`)."""
+    ptr = np.zeros(ip.shape[0], np.int64)
+    _merge_count(ip, ix, jp, jx, ptr)
+    np.cumsum(ptr, out=ptr)
+    return ptr
+
+
+@nb.njit(cache=True)
+def _merge_back(ip, bx, bw, jp, jx, jw, ptr):
+    """The union of (ip, bx, bw) and (jp, jx, jw) written over bx, bw at ``ptr`` (see
+    :func:`merge_into`); stops at the first row, from the end, before which nothing was
+    added."""
+    for i in range(ip.shape[0] - 2, -1, -1):
+        a0, b0 = ip[i], jp[i]
+        a, b, p = ip[i + 1] - 1, jp[i + 1] - 1, ptr[i + 1] - 1
+        if b < b0 and p == a:
+            break  # nothing added to this row or before it: they all stay where they are
+        while a >= a0 or b >= b0:
+            if b < b0 or (a >= a0 and bx[a] > jx[b]):
+                bx[p] = bx[a]
+                bw[p] = bw[a]
+                a -= 1
+            elif a < a0 or jx[b] > bx[a]:
+                bx[p] = jx[b]
+                bw[p] = jw[b]
+                b -= 1
+            else:  # in both: the first graph's cost
+                bx[p] = bx[a]
+                bw[p] = bw[a]
+                a -= 1
+                b -= 1
+            p -= 1
 
 
 @nb.njit(parallel=True, cache=True)
@@ -833,8 +901,9 @@ class SparseAssignment:
         them."""
         # merge row by row (both sorted by column): no re-sort of the whole graph, whose
         # global argsort costs seconds and gigabytes per repair round at 10⁶ rows
-        self._set_graph(*merge_csr(self.indptr, self.indices, self.cost,
-                                   *to_csr(rows, cols, costs, self.n_rows)))
+        # (in place when the graph's arrays have room: no fresh memory to fault in)
+        self._set_graph(*merge_into(self.indptr, self.indices, self.cost,
+                                    *to_csr(rows, cols, costs, self.n_rows)))
         if not self.started:
             return
         if not self.square:

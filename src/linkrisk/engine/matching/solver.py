@@ -93,11 +93,13 @@ from ..nearest.rules import RTOL, Progress, Stages
 from ..nearest.sets import DEFAULT_MEMORY_BUDGET
 from . import transport
 from .assignment import (
+    GRAPH_ROOM,
     SparseAssignment,
     allowed_edges,
     finite_range,
     has_full_matching,
     merge_csr,
+    merge_into,
     to_csr,
 )
 from .knn import dense_costs, knn, pair_costs, scan_gated, within_graph
@@ -544,7 +546,7 @@ def _candidate_graph(pw: Pairwise, delta: float, k: int, K: int, screened: bool,
         if not complete and SPINE:
             if spine is None:  # the same edges whatever k: computed once
                 spine = _spine(pw, delta)
-            g = merge_csr(*g, *spine)
+            g = merge_into(*g, *spine)  # in the room the graph's arrays were made with
         if complete:
             full, mm = has_full_matching(g[0], g[1], n_c)
             if not full:
@@ -742,9 +744,10 @@ class _Lists:
     def graph(self, k: int):
         """CSR union graph of the first k entries, and whether it holds every allowed pair
         (then it is the whole problem)."""
+        # with room for the spine and the repair rounds' edges (merged in place)
         g = merge_csr(*_rows_csr(self.fi[:, :k], self.fc[:, :k], self.delta),
                       *_cols_csr(self.bi[:, :k], self.bc[:, :k], self.delta,
-                                 self.fi.shape[0]))
+                                 self.fi.shape[0]), room=GRAPH_ROOM)
         if k >= self.K:
             a, b = self.alpha, self.beta
         elif self.screened:
