@@ -146,7 +146,7 @@ def gdbrl(
     if not standardize:
         kw["standardize"] = False
     sp = space(ctx, metric, **kw)
-    pw = Pairwise.build(sp.a, sp.b, sp.metric, root=sp.root, **sp.kw)
+    pw = Pairwise.build(sp.a, sp.b, sp.metric, root=sp.root, transpose=False, **sp.kw)
     truth = np.asarray(ctx.truth, np.int64)
     has = truth >= 0
     true_cost = np.full(n_a, np.inf)

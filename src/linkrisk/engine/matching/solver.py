@@ -228,7 +228,9 @@ def min_cost_matching(
     Euclidean cost from ``SCREEN_MIN_PAIRS`` pairs; the result is exact either way.
     ``progress(done, 1000)``: per-mille of the estimated work.
     Raises :class:`LinkriskError` when the restricted graph has no such matching."""
-    pw_ab = Pairwise.build(a, b, metric, root=root, degree=degree, tables=tables)
+    # yᵀ is made only when a kernel asks for it (Pairwise.cols)
+    pw_ab = Pairwise.build(a, b, metric, root=root, degree=degree, tables=tables,
+                           transpose=False)
     n_a, n_b = pw_ab.x.shape[0], pw_ab.y.shape[0]
     delta = _check_options(ties, screen, solver, delta, k)
     if row_limit is not None:
@@ -238,7 +240,7 @@ def min_cost_matching(
     rng = np.random.default_rng(seed)
     pa, pb = rng.permutation(n_a), rng.permutation(n_b)
     pw = Pairwise.build(pw_ab.x[pa], pw_ab.y[pb], metric, root=root, degree=degree,
-                        tables=pw_ab.tables)
+                        tables=pw_ab.tables, transpose=False)
     lim = None if row_limit is None else row_limit[pa]
     stages = Stages(progress)
     solver, pats = _choose_solver(pw, solver, lim, delta, ties, dense_max_n, memory_budget)
