@@ -29,8 +29,3 @@ def margin(big: float) -> float:
     relative; this is 10⁵ times both."""
     return 1e-9 * (1.0 + np.sqrt(big))
 
-
-def intervals(p: np.ndarray, size: int, eps: float) -> tuple[np.ndarray, np.ndarray]:
-    """Per block of ``size`` consecutive entries of ``p``: [min − eps, max + eps]."""
-    starts = np.arange(0, p.shape[0], size)
-    return np.minimum.reduceat(p, starts) - eps, np.maximum.reduceat(p, starts) + eps

@@ -385,6 +385,16 @@ def _skips(tq, clo, chi, ctm, cn, tlo, thi, ttm, tnm, cerr):
     return g > 0.0 and g * g - cerr * (cn + tnm[tq]) > max(ctm, ttm[tq])
 
 
+@nb.njit(inline="always")
+def _row_skips(r, px, tau_f, nx, bq, blo, bhi, btm, bnm, cerr):
+    """:func:`_skips` for one row and one block of columns: row r's projection is g away
+    from the block's interval and g² − cerr·(the row's and the block's largest squared
+    norms) exceeds the row's threshold and the block's largest."""
+    g = max(blo[bq] - px[r], px[r] - bhi[bq])
+    return g > 0.0 and (g * g - cerr * (np.float64(nx[r]) + bnm[bq])
+                        > max(np.float64(tau_f[r]), btm[bq]))
+
+
 @nb.njit(parallel=True, cache=True, fastmath=_FMA)
 def _thr_pass(x, nx, lo, hi, yt, ny, tile, chunk, tau_f, tau_b, f_i, f_j, f_n, l_i, l_j,
               l_n, px, tlo, thi, ttm, tnm, cerr, skipped):
@@ -442,17 +452,22 @@ def _thr_pass(x, nx, lo, hi, yt, ny, tile, chunk, tau_f, tau_b, f_i, f_j, f_n, l
 
 @nb.njit(parallel=True, cache=True)
 def _thr_pass_reg(M, x, nx, lo, hi, yt, ny, tile, chunk, tau_f, tau_b, n_y, f_i, f_j, f_n,
-                  l_i, l_j, l_n, px, tlo, thi, ttm, tnm, cerr, skipped):
+                  l_i, l_j, l_n, px, tlo, thi, ttm, tnm, cerr, skipped, blo, bhi, btm, bnm):
     """:func:`_thr_pass` with the register-blocked kernel of :mod:`.vec32` (``M``
     attributes; ``x`` (n, M) and ``yt`` (M, ·) padded by :func:`.vec32.pad_rows` and
     :func:`.vec32.pad_columns`, ``ny`` and ``tau_b`` with them): the same band, the same
     logs in the same order for each row. Per tile of the band, each block of 32 columns is
     held in registers while every row of the chunk is scored against it; the kernel
     returns the rows with a hit and their masks, which are logged bit by bit (columns in
-    increasing order)."""
+    increasing order). The band also acts per block and row (``blo``, ``bhi``, ``btm``,
+    ``bnm``: :func:`_band`'s intervals, largest thresholds and squared norms of blocks of
+    32 columns): the rows of the chunk that :func:`_row_skips` rules out at its start and
+    end are not scored (rows are in band order, so the far ones lie at the ends; those
+    rows hold no pair below a threshold there, so the logs stay the same)."""
     T = f_n.shape[0]
     n = hi - lo
     B = vec32.BLOCK
+    nbt = -(-tile // B)  # blocks per tile (see _band)
     for t in nb.prange(T):
         r0 = lo + (n * t) // T
         r1 = lo + (n * (t + 1)) // T
@@ -475,9 +490,21 @@ def _thr_pass_reg(M, x, nx, lo, hi, yt, ny, tile, chunk, tau_f, tau_b, n_y, f_i,
                     sk += nr * w
                     continue
                 for j0 in range(t0, t0 + w, B):
-                    nh = vec32.block_hits(M, x, nx, tau_f, c0, c0 + nr, yt, ny, tau_b, j0,
-                                          rows, fm, bm)
                     qmax = min(B, t0 + w - j0)  # a block past the tile's end: the next tile's
+                    bq = (t0 // tile) * nbt + (j0 - t0) // B
+                    ra = c0
+                    rb = c0 + nr
+                    while ra < rb and _row_skips(ra, px, tau_f, nx, bq, blo, bhi, btm, bnm,
+                                                 cerr):
+                        ra += 1
+                    while rb > ra and _row_skips(rb - 1, px, tau_f, nx, bq, blo, bhi, btm,
+                                                 bnm, cerr):
+                        rb -= 1
+                    sk += (nr - (rb - ra)) * qmax
+                    if ra == rb:
+                        continue
+                    nh = vec32.block_hits(M, x, nx, tau_f, ra, rb, yt, ny, tau_b, j0,
+                                          rows, fm, bm)
                     for h in range(nh):
                         i = np.int64(rows[h])
                         f = fm[h]
@@ -627,9 +654,8 @@ BAND = True
 BAND_CLASSES = (0.5, 0.75, 0.9, 0.97)
 
 
-def _band(x: np.ndarray, y: np.ndarray, tau_f: np.ndarray, tau_b: np.ndarray, tile: int
-          ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
-                     np.ndarray]:
+def _band(x: np.ndarray, y: np.ndarray, tau_f: np.ndarray, tau_b: np.ndarray, tile: int,
+          block: int = 0) -> tuple[np.ndarray, ...]:
     """The pass's order of rows and columns and its tile bounds. Records are projected on
     the unit principal direction v of both files pooled, p = x·v; each file is sorted by
     (threshold class, p), and per tile of ``tile`` sorted columns the interval of their p
@@ -639,13 +665,14 @@ def _band(x: np.ndarray, y: np.ndarray, tau_f: np.ndarray, tau_b: np.ndarray, ti
     widened by :func:`.band.margin`, far more than the rounding of p. Returns (row order,
     column order, the sorted rows' p, tile low, tile high, tile largest threshold, tile
     largest squared norm); without ``BAND`` the files' own order and intervals that never
-    skip."""
+    skip. With ``block``, the same four per block of ``block`` sorted columns follow."""
     n_x, n_y = x.shape[0], y.shape[0]
-    nt = -(-n_y // tile)
     if not BAND or x.shape[1] < 2:
-        return (np.arange(n_x, dtype=IDX), np.arange(n_y, dtype=IDX), np.zeros(n_x),
-                np.full(nt, -np.inf), np.full(nt, np.inf), np.full(nt, np.inf),
-                np.zeros(nt))
+        counts = (-(-n_y // tile),) + ((-(-n_y // tile) * -(-tile // block),) if block else ())
+        never = tuple(a for nt in counts
+                      for a in (np.full(nt, -np.inf), np.full(nt, np.inf),
+                                np.full(nt, np.inf), np.zeros(nt)))
+        return (np.arange(n_x, dtype=IDX), np.arange(n_y, dtype=IDX), np.zeros(n_x), *never)
     v = band.direction(x, y)
     px, py = x @ v, y @ v
     y2 = np.einsum("ij,ij->i", y, y)
@@ -657,11 +684,18 @@ def _band(x: np.ndarray, y: np.ndarray, tau_f: np.ndarray, tau_b: np.ndarray, ti
         return np.lexsort((p, cls)).astype(IDX)
 
     ox, oy = order(px, tau_f), order(py, tau_b)
-    tlo, thi = band.intervals(py[oy], tile, eps)
-    starts = np.arange(0, n_y, tile)
-    ttm = np.maximum.reduceat(tau_b[oy].astype(np.float64), starts)
-    tnm = np.maximum.reduceat(y2[oy], starts)
-    return ox, oy, px[ox], tlo, thi, ttm, tnm
+    ps, ts, ns = py[oy], tau_b[oy].astype(np.float64), y2[oy]
+
+    def per(starts: np.ndarray) -> tuple[np.ndarray, ...]:
+        return (np.minimum.reduceat(ps, starts) - eps, np.maximum.reduceat(ps, starts) + eps,
+                np.maximum.reduceat(ts, starts), np.maximum.reduceat(ns, starts))
+
+    tiles = np.arange(0, n_y, tile)
+    # blocks start afresh in each tile (as the pass visits them): block q of tile t is
+    # number t·⌈tile/block⌉ + q
+    blocks = (np.concatenate([np.arange(t0, min(t0 + tile, n_y), block) for t0 in tiles])
+              if block else None)
+    return (ox, oy, px[ox], *per(tiles), *(per(blocks) if block else ()))
 
 
 def _sample_thresholds(z32: np.ndarray, nz: np.ndarray, other32: np.ndarray,
@@ -737,7 +771,8 @@ def knn_thresholds(pw: Pairwise, width: int, *, mean: float | None = None,
     t_sample = time.perf_counter() - t0
     # the pass runs on both files in band order (_band); logged pairs are mapped back to
     # the records' own numbers (ox, oy) before their lists are made
-    ox, oy, px, tlo, thi, ttm, tnm = _band(pw.x, pw.y, tau_f, tau_b, TILE)
+    ox, oy, px, tlo, thi, ttm, tnm, blo, bhi, btm, bnm = _band(pw.x, pw.y, tau_f, tau_b,
+                                                               TILE, vec32.BLOCK)
     # the float32 scores' error constant (lower_bound's c), with room for the float32 norms
     cerr = error_constant(pw.x.shape[1]) * 1.01
     xm2, nx_s, tau_fs = xm2[ox], nx[ox], tau_f[ox]
@@ -777,7 +812,7 @@ def knn_thresholds(pw: Pairwise, width: int, *, mean: float | None = None,
             if M:
                 _thr_pass_reg(M, xm2, nx_s, lo, hi, yt32, ny_p, TILE, CHUNK, tau_fs, tau_bp,
                               n_y, f_i, f_j, f_n, l_i, l_j, l_n, px, tlo, thi, ttm, tnm,
-                              cerr, sk)
+                              cerr, sk, blo, bhi, btm, bnm)
             else:
                 _thr_pass(xm2, nx_s, lo, hi, yt32, ny_s, TILE, CHUNK, tau_fs, tau_bs, f_i,
                           f_j, f_n, l_i, l_j, l_n, px, tlo, thi, ttm, tnm, cerr, sk)
