@@ -167,6 +167,35 @@ def test_band_intervals_bound_every_pair_of_a_skipped_tile():
     assert far > 0.5 * 900 * len(tlo)  # elongated: most (row, tile) pairs are far apart
 
 
+def test_band_blocks_start_afresh_in_each_tile():
+    """The per-block arrays of the register pass: blocks of 32 columns counted per tile
+    (a tile of 80 holds blocks of 32, 32 and 16), each with the interval of its columns'
+    projections, their largest threshold and squared norm, and the same row and column
+    order and tile arrays as without blocks."""
+    from linkrisk.engine.matching import screen32
+
+    x, y = _elongated(300, 250, 6, 4)
+    rng = np.random.default_rng(0)
+    tau_f = rng.uniform(1, 5, 300).astype(np.float32)
+    tau_b = rng.uniform(1, 5, 250).astype(np.float32)
+    plain = screen32._band(x, y, tau_f, tau_b, 80)
+    ox, oy, px, tlo, thi, ttm, tnm, blo, bhi, btm, bnm = screen32._band(x, y, tau_f, tau_b,
+                                                                       80, 32)
+    for a, b in zip(plain, (ox, oy, px, tlo, thi, ttm, tnm), strict=True):
+        np.testing.assert_array_equal(a, b)
+    py = (y[oy] @ screen32.band.direction(x, y))
+    spans = [(t0 + q, min(t0 + q + 32, t0 + 80, 250)) for t0 in range(0, 250, 80)
+             for q in range(0, min(80, 250 - t0), 32)]
+    assert len(blo) == len(spans) == 3 + 3 + 3 + 1  # the last tile (10 columns): one block
+    for bq, (j0, j1) in enumerate(spans):
+        if j0 >= j1:
+            continue
+        assert blo[bq] <= py[j0:j1].min() and py[j0:j1].max() <= bhi[bq]
+        assert bhi[bq] - blo[bq] < py[j0:j1].max() - py[j0:j1].min() + 1e-6
+        assert btm[bq] == tau_b[oy][j0:j1].max()
+        np.testing.assert_allclose(bnm[bq], (y[oy][j0:j1] ** 2).sum(1).max())
+
+
 @pytest.mark.parametrize("ties", [False, True])
 def test_band_skips_tiles_and_leaves_the_lists_unchanged(monkeypatch, ties):
     """The pass in band order skips most tiles of elongated files, and its lists, scores
