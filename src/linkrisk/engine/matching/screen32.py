@@ -665,7 +665,9 @@ def _band(x: np.ndarray, y: np.ndarray, tau_f: np.ndarray, tau_b: np.ndarray, ti
     widened by :func:`.band.margin`, far more than the rounding of p. Returns (row order,
     column order, the sorted rows' p, tile low, tile high, tile largest threshold, tile
     largest squared norm); without ``BAND`` the files' own order and intervals that never
-    skip. With ``block``, the same four per block of ``block`` sorted columns follow."""
+    skip. With ``block``, the same four follow per block of ``block`` sorted columns, the
+    blocks starting afresh in each tile as the register pass visits them (block q of tile
+    t is number t·⌈tile/block⌉ + q)."""
     n_x, n_y = x.shape[0], y.shape[0]
     if not BAND or x.shape[1] < 2:
         counts = (-(-n_y // tile),) + ((-(-n_y // tile) * -(-tile // block),) if block else ())
@@ -691,8 +693,6 @@ def _band(x: np.ndarray, y: np.ndarray, tau_f: np.ndarray, tau_b: np.ndarray, ti
                 np.maximum.reduceat(ts, starts), np.maximum.reduceat(ns, starts))
 
     tiles = np.arange(0, n_y, tile)
-    # blocks start afresh in each tile (as the pass visits them): block q of tile t is
-    # number t·⌈tile/block⌉ + q
     blocks = (np.concatenate([np.arange(t0, min(t0 + tile, n_y), block) for t0 in tiles])
               if block else None)
     return (ox, oy, px[ox], *per(tiles), *(per(blocks) if block else ()))
