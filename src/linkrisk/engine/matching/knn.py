@@ -342,6 +342,14 @@ def _keep(r, th, j, best, cnt, vals, idxs):
 
 
 @nb.njit(inline="always")
+def _out_row(p, dst, out_min, out_cnt, out_val, out_idx):
+    """Row p's results so far in the gated scan's outputs (row dst[p]): (dst[p], the
+    running minimum, the count, and the kept values and columns, views to fill)."""
+    dp = dst[p]
+    return dp, out_min[dp], out_cnt[dp], out_val[dp], out_idx[dp]
+
+
+@nb.njit(inline="always")
 def _exact_keep(acc, xi, yts, col, o, gt, th, cmax, metric, degree, kxx_i, kyy, tflat, toff,
                 tsize, root, best, cnt, vals, idxs):
     """A column the float32 pre-test let through, checked exactly: when its offset o
@@ -373,11 +381,7 @@ def _register_hits(M, ps, nps, rr, endc, th32, gt32, e32, hr, hm, xm2p, nx32, yt
             i = rr[r]
             gt = gate[p]
             th = theta[p]
-            dp = dst[p]
-            best = out_min[dp]
-            cnt = out_cnt[dp]
-            vals = out_val[dp]
-            idxs = out_idx[dp]
+            dp, best, cnt, vals, idxs = _out_row(p, dst, out_min, out_cnt, out_val, out_idx)
             for q in range(vec32.BLOCK):
                 if (mask >> q) & 1:
                     best, cnt = _exact_keep(acc, x[i], yts, j0 + q, off[j0 + q], gt, th,
@@ -489,11 +493,8 @@ def _scan_gated(prow, x, yts, metric, degree, kxx, kyy, tflat, toff, tsize, root
                         w = min(wfull, end[p] - t0)
                         gt = gate[p]
                         th = theta[p]
-                        dp = dst[p]
-                        best = out_min[dp]
-                        cnt = out_cnt[dp]
-                        vals = out_val[dp]
-                        idxs = out_idx[dp]
+                        dp, best, cnt, vals, idxs = _out_row(p, dst, out_min, out_cnt, out_val,
+                                                                   out_idx)
                         # hits are rare: score exactly only the columns that may pass,
                         # found by counts over sub-blocks (which vectorize)
                         for q0 in range(0, w, HIT_SUB):
@@ -526,11 +527,8 @@ def _scan_gated(prow, x, yts, metric, degree, kxx, kyy, tflat, toff, tsize, root
                     i = prow[p]
                     th = theta[p]
                     ob = off[t0:t0 + w]
-                    dp = dst[p]
-                    best = out_min[dp]
-                    cnt = out_cnt[dp]
-                    vals = out_val[dp]
-                    idxs = out_idx[dp]
+                    dp, best, cnt, vals, idxs = _out_row(p, dst, out_min, out_cnt, out_val,
+                                                               out_idx)
                     _scores(acc, x[i], yts, t0, w, metric, degree, kxx[i], kyy, tflat,
                             toff, tsize)
                     if not _any_below(acc, ob, th, gt, root):
