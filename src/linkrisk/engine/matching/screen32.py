@@ -390,9 +390,9 @@ def _row_skips(r, px, tau_f, nx, bq, blo, bhi, btm, bnm, cerr):
     """:func:`_skips` for one row and one block of columns: row r's projection is g away
     from the block's interval and g² − cerr·(the row's and the block's largest squared
     norms) exceeds the row's threshold and the block's largest."""
-    g = max(blo[bq] - px[r], px[r] - bhi[bq])
-    return g > 0.0 and (g * g - cerr * (np.float64(nx[r]) + bnm[bq])
-                        > max(np.float64(tau_f[r]), btm[bq]))
+    p = px[r]
+    return _skips(bq, p, p, np.float64(tau_f[r]), np.float64(nx[r]), blo, bhi, btm, bnm,
+                  cerr)
 
 
 @nb.njit(parallel=True, cache=True, fastmath=_FMA)
@@ -669,11 +669,13 @@ def _band(x: np.ndarray, y: np.ndarray, tau_f: np.ndarray, tau_b: np.ndarray, ti
     blocks starting afresh in each tile as the register pass visits them (block q of tile
     t is number t·⌈tile/block⌉ + q)."""
     n_x, n_y = x.shape[0], y.shape[0]
+    tiles = np.arange(0, n_y, tile)
+    starts = (tiles,) + ((np.concatenate([np.arange(t0, min(t0 + tile, n_y), block)
+                                          for t0 in tiles]),) if block else ())
     if not BAND or x.shape[1] < 2:
-        counts = (-(-n_y // tile),) + ((-(-n_y // tile) * -(-tile // block),) if block else ())
-        never = tuple(a for nt in counts
-                      for a in (np.full(nt, -np.inf), np.full(nt, np.inf),
-                                np.full(nt, np.inf), np.zeros(nt)))
+        never = tuple(a for st in starts
+                      for a in (np.full(st.shape[0], -np.inf), np.full(st.shape[0], np.inf),
+                                np.full(st.shape[0], np.inf), np.zeros(st.shape[0])))
         return (np.arange(n_x, dtype=IDX), np.arange(n_y, dtype=IDX), np.zeros(n_x), *never)
     v = band.direction(x, y)
     px, py = x @ v, y @ v
@@ -688,14 +690,11 @@ def _band(x: np.ndarray, y: np.ndarray, tau_f: np.ndarray, tau_b: np.ndarray, ti
     ox, oy = order(px, tau_f), order(py, tau_b)
     ps, ts, ns = py[oy], tau_b[oy].astype(np.float64), y2[oy]
 
-    def per(starts: np.ndarray) -> tuple[np.ndarray, ...]:
-        return (np.minimum.reduceat(ps, starts) - eps, np.maximum.reduceat(ps, starts) + eps,
-                np.maximum.reduceat(ts, starts), np.maximum.reduceat(ns, starts))
+    def per(st: np.ndarray) -> tuple[np.ndarray, ...]:
+        return (np.minimum.reduceat(ps, st) - eps, np.maximum.reduceat(ps, st) + eps,
+                np.maximum.reduceat(ts, st), np.maximum.reduceat(ns, st))
 
-    tiles = np.arange(0, n_y, tile)
-    blocks = (np.concatenate([np.arange(t0, min(t0 + tile, n_y), block) for t0 in tiles])
-              if block else None)
-    return (ox, oy, px[ox], *per(tiles), *(per(blocks) if block else ()))
+    return (ox, oy, px[ox], *(a for st in starts for a in per(st)))
 
 
 def _sample_thresholds(z32: np.ndarray, nz: np.ndarray, other32: np.ndarray,
