@@ -149,6 +149,41 @@ def test_spine_is_a_perfect_matching_with_exact_costs():
     assert (w <= 1.0).all() and ix.size < 700
 
 
+@pytest.mark.parametrize("screened", [False, True])
+def test_graph_of_whole_lists_frees_them_and_keeps_every_entry(screened):
+    # the union graph of the lists' first k entries; when k covers the lists their entries
+    # are freed while the graph is built (its memory peak), and nothing is lost
+    from linkrisk.engine.matching.knn import knn
+    from linkrisk.engine.matching.screen32 import knn_thresholds
+    from linkrisk.engine.matching.solver import _Lists
+    from linkrisk.engine.nearest import Pairwise
+
+    a, b = _int_pair(300, m=3, n2=340, seed=5, spread=6)  # ties, rectangular
+    pw = Pairwise.build(a, b, "sqeuclidean", root=True)
+    c = cdist(a, b)
+
+    def make():
+        nn = knn_thresholds(pw, 6) if screened else knn(pw, 6, 6)
+        return _Lists(nn, True, np.inf)
+
+    lists = make()
+    fi, bi, K = lists.fi.copy(), lists.bi.copy(), lists.K
+    for k in (3, K):
+        lists = make()
+        (ip, ix, w), _ = lists.graph(k)
+        want = {(i, int(j)) for i in range(300) for j in fi[i, :k] if j >= 0}
+        want |= {(int(i), j) for j in range(340) for i in bi[j, :k] if i >= 0}
+        rows = np.repeat(np.arange(300), np.diff(ip))
+        assert set(zip(rows.tolist(), ix.tolist(), strict=True)) == want
+        assert (np.diff(ix)[np.diff(rows) == 0] > 0).all()  # columns sorted in each row
+        np.testing.assert_allclose(w, c[rows, ix], rtol=1e-12)
+        freed = k >= K
+        assert (lists.fi.shape[1] == 0) == freed and (lists.bi.shape[1] == 0) == freed
+        if not freed:  # the prefix's graph leaves entries outside it to the certificate
+            r, q = lists.below(np.full(300, 1e9), np.zeros(340), 0.0)
+            assert r.size == np.isfinite(lists.fc).sum() + np.isfinite(lists.bc).sum()
+
+
 @pytest.mark.parametrize("spine", [True, False])
 def test_a_graph_without_perfect_matching_is_solved_in_one_pass_with_the_spine(monkeypatch,
                                                                                spine):

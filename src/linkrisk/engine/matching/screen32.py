@@ -594,17 +594,17 @@ def _truncate(ptr, idx, x, y, yflat, out_i, out_s, nxt, dest):
         nxt[r] = cut
 
 
-def _finish_lists(pw: Pairwise, keys: np.ndarray, vals: np.ndarray, lo: int, n: int,
+def _finish_lists(pw: Pairwise, ptr: np.ndarray, part: np.ndarray, lo: int, n: int,
                   tau: np.ndarray, rec: np.ndarray, out_i: np.ndarray, out_s: np.ndarray
                   ) -> tuple[np.ndarray, np.ndarray]:
-    """Logged pairs (key in lo..lo+n, partner) as exact lists: grouped by key, re-scored
-    exactly with ``pw`` (squared Euclidean; key k is its row ``rec[k]``, partners are its
+    """Logged pairs (key in lo..lo+n, partner), grouped by key (:func:`_group`: ``ptr``,
+    ``part``; the caller frees the log before this), as exact lists: re-scored exactly
+    with ``pw`` (squared Euclidean; key k is its row ``rec[k]``, partners are its
     columns), sorted by (score, index), cut to the lists' width and written to rows
     ``rec[k]`` of ``out_i``, ``out_s``. Returns, per key, the list's bound: L(τ) for the
     pairs never logged (float32 score ≥ τ, or never scored by the band, see
     :func:`_band`), or the first exact score cut off when lower, and the number of pairs
     logged."""
-    ptr, part = _group(keys, vals, lo, n)
     nxt = np.empty(n)
     _truncate(ptr, part, pw.x, pw.y, pw.y.reshape(-1), out_i, out_s, nxt,
               np.ascontiguousarray(rec[lo:lo + n]))
@@ -824,7 +824,10 @@ def knn_thresholds(pw: Pairwise, width: int, *, mean: float | None = None,
         t_rest += t1 - t0
         keys = np.concatenate([f_i[t, :f_n[t]] for t in range(T)])
         vals = oy[np.concatenate([f_j[t, :f_n[t]] for t in range(T)])]
-        b, cnt = _finish_lists(sq, keys, vals, lo, hi - lo, tau_fs[lo:hi], ox, fwd_i, fwd_s)
+        ptr, part = _group(keys, vals, lo, hi - lo)
+        del keys, vals
+        b, cnt = _finish_lists(sq, ptr, part, lo, hi - lo, tau_fs[lo:hi], ox, fwd_i, fwd_s)
+        del ptr, part
         fwd_b[ox[lo:hi]] = b
         short_f.append(ox[lo + np.flatnonzero(cnt < k_min)])
         add = int(l_n.sum())
@@ -838,16 +841,18 @@ def knn_thresholds(pw: Pairwise, width: int, *, mean: float | None = None,
         t_lists += time.perf_counter() - t1
         report(float(n_x) * S + float(n_y) * R + float(n_y) * hi)
     del xm2, yt32
-    keys, vals = bl[0, :nbl], bl[1, :nbl]
+    t1 = time.perf_counter()
+    # grouped, the log is freed before the lists are made (the k-NN pass's peak at 10⁶)
+    ptr, part = _group(bl[0, :nbl], bl[1, :nbl], 0, n_y)
+    del bl
     bwd_i = np.empty((n_y, W), IDX)
     bwd_s = np.empty((n_y, W))
     bwd_b = np.empty(n_y)
-    t1 = time.perf_counter()
     pw_t = pw.swapped()
-    b, cnt = _finish_lists(dataclasses.replace(pw_t, root=False), keys, vals, 0, n_y, tau_bs,
+    b, cnt = _finish_lists(dataclasses.replace(pw_t, root=False), ptr, part, 0, n_y, tau_bs,
                            oy, bwd_i, bwd_s)
     bwd_b[oy] = b
-    del keys, vals, bl
+    del ptr, part
     t_lists += time.perf_counter() - t1
     # lists whose sample threshold came out low: the smallest scores over the whole file
     t1 = time.perf_counter()

@@ -542,9 +542,7 @@ def _candidate_graph(pw: Pairwise, delta: float, k: int, K: int, screened: bool,
             _log.info("k-NN lists (k = %d): %.1f s", K, info["seconds_knn"])
             lists = _Lists(nn, pw.root, delta)
             del nn  # the lists hold what they need
-        g, complete = lists.graph(k)
-        if k >= lists.K:
-            lists.drop_entries()  # all in the graph now: only the bounds are used again
+        g, complete = lists.graph(k)  # frees the lists' entries when k covers them
         if not complete and SPINE:
             if spine is None:  # the same edges whatever k: computed once
                 spine = _spine(pw, delta)
@@ -723,12 +721,15 @@ class _Lists:
             self.alpha = _bound(self.fi, self.fc, delta)
             self.beta = _bound(self.bi, self.bc, delta)
 
-    def drop_entries(self) -> None:
-        """Free the lists once the graph holds all their entries (then :meth:`below`
-        finds nothing outside it); the bounds α, β stay."""
-        n_r, n_c = self.fi.shape[0], self.bi.shape[0]
-        self.fi, self.fc = np.empty((n_r, 0), self.fi.dtype), np.empty((n_r, 0))
-        self.bi, self.bc = np.empty((n_c, 0), self.bi.dtype), np.empty((n_c, 0))
+    def _drop(self, forward: bool) -> None:
+        """Free one direction's entries once the graph holds all of them (then
+        :meth:`below` finds nothing outside it); the bounds α, β stay."""
+        if forward:
+            self.fi, self.fc = np.empty((self.fi.shape[0], 0), self.fi.dtype), np.empty(
+                (self.fi.shape[0], 0))
+        else:
+            self.bi, self.bc = np.empty((self.bi.shape[0], 0), self.bi.dtype), np.empty(
+                (self.bi.shape[0], 0))
 
     def below(self, u: np.ndarray, v: np.ndarray, thr: float
               ) -> tuple[np.ndarray, np.ndarray]:
@@ -745,12 +746,21 @@ class _Lists:
 
     def graph(self, k: int):
         """CSR union graph of the first k entries, and whether it holds every allowed pair
-        (then it is the whole problem)."""
+        (then it is the whole problem). When k covers the whole lists, each direction's
+        entries are freed as soon as they are copied (only the bounds are used again):
+        the build's peak then holds the two halves and their union, not the lists too
+        (the peak of the whole solve at 3·10⁵ and 10⁶, benchmarks/README.md)."""
+        n_r, whole = self.fi.shape[0], k >= self.K
+        rows = _rows_csr(self.fi[:, :k], self.fc[:, :k], self.delta)
+        if whole:
+            self._drop(forward=True)
+        cols = _cols_csr(self.bi[:, :k], self.bc[:, :k], self.delta, n_r)
+        if whole:
+            self._drop(forward=False)
         # with room for the spine and the repair rounds' edges (merged in place)
-        g = merge_csr(*_rows_csr(self.fi[:, :k], self.fc[:, :k], self.delta),
-                      *_cols_csr(self.bi[:, :k], self.bc[:, :k], self.delta,
-                                 self.fi.shape[0]), room=GRAPH_ROOM)
-        if k >= self.K:
+        g = merge_csr(*rows, *cols, room=GRAPH_ROOM)
+        del rows, cols
+        if whole:
             a, b = self.alpha, self.beta
         elif self.screened:
             # outside the first k: the rest of the list (sorted by exact cost) or beyond
