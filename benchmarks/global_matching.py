@@ -40,6 +40,7 @@ from __future__ import annotations
 import argparse
 import json
 import resource
+import statistics
 import subprocess
 import sys
 import time
@@ -305,7 +306,7 @@ def _print_repeats(n: int, runs: list[tuple[dict, dict]]) -> None:
               f"{o['seconds'] / f['seconds']:6.2f}x  {o['total_cost']!r}")
     if ok:
         ratios = sorted(o["seconds"] / f["seconds"] for f, o in ok)
-        med = (ratios[(len(ratios) - 1) // 2] + ratios[len(ratios) // 2]) / 2
+        med = statistics.median(ratios)
         same = len({o["total_cost"] for _, o in ok}) == 1
         print(f"  median ratio {med:.2f}x (range {ratios[0]:.2f}-{ratios[-1]:.2f}x); "
               f"same total cost in every run: {same}")

@@ -612,7 +612,12 @@ def merge_csr(ip: np.ndarray, ix: np.ndarray, w: np.ndarray, jp: np.ndarray, jx:
     duplicates, in the same form (a pair in both keeps the first graph's cost). With
     ``room`` > 0 the columns and costs are the leading views of buffers with that fraction
     of spare entries, which :func:`merge_into` can merge into later."""
-    ptr = _merged_ptr(ip, ix, jp, jx)
+    return _merge_new(ip, ix, w, jp, jx, jw, _merged_ptr(ip, ix, jp, jx), room)
+
+
+def _merge_new(ip, ix, w, jp, jx, jw, ptr: np.ndarray, room: float
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`merge_csr` into fresh arrays, given the union's row pointers."""
     m = int(ptr[-1])
     cap = m + int(room * m)
     out_x = np.empty(cap, np.int64)[:m] if cap > m else np.empty(m, np.int64)
@@ -635,7 +640,7 @@ def merge_into(ip: np.ndarray, ix: np.ndarray, w: np.ndarray, jp: np.ndarray, jx
     m = int(ptr[-1])
     if not (_leading(ix, bx) and _leading(w, bw) and bx.shape == bw.shape
             and m <= bx.shape[0]):
-        return merge_csr(ip, ix, w, jp, jx, jw, room=GRAPH_ROOM)
+        return _merge_new(ip, ix, w, jp, jx, jw, ptr, GRAPH_ROOM)  # ptr: not counted twice
     _merge_back(ip, bx, bw, jp, jx, jw, ptr)
     return ptr, bx[:m], bw[:m]
 

@@ -724,12 +724,13 @@ class _Lists:
     def _drop(self, forward: bool) -> None:
         """Free one direction's entries once the graph holds all of them (then
         :meth:`below` finds nothing outside it); the bounds α, β stay."""
+        def none(a: np.ndarray) -> np.ndarray:
+            return np.empty((a.shape[0], 0), a.dtype)
+
         if forward:
-            self.fi, self.fc = np.empty((self.fi.shape[0], 0), self.fi.dtype), np.empty(
-                (self.fi.shape[0], 0))
+            self.fi, self.fc = none(self.fi), none(self.fc)
         else:
-            self.bi, self.bc = np.empty((self.bi.shape[0], 0), self.bi.dtype), np.empty(
-                (self.bi.shape[0], 0))
+            self.bi, self.bc = none(self.bi), none(self.bc)
 
     def below(self, u: np.ndarray, v: np.ndarray, thr: float
               ) -> tuple[np.ndarray, np.ndarray]:
