@@ -201,8 +201,12 @@ as q grows, i.e. as a window of q positions grows). The published cells are not
 reproducible from the setting as stated.""",
     "gdbrl ipso C": """\
 Paper-side inconsistency. IPSO-C releases synthetic values that preserve the regression
-of each block on the other but carry no record-level information beyond it: linkrisk links
-about 2 % of the records with every distance (DBRL 21.7, GDBRL 23.6 links). Readings tried
+of each block on the other. That does not make them free of record-level information:
+with both blocks modelled on each other the release keeps PTOTVAL (an exact linear
+function of the other block) up to rounding, and PTOTVAL is unique for every record, so an
+attacker who uses PTOTVAL alone links all 1,080 records (`linkrisk assess` finds that
+scenario, docs/methods.md, *Attacker scenarios*). On all 13 attributes the noisy ones drown
+it: linkrisk links about 2 % of the records with every distance (DBRL 21.7, GDBRL 23.6 links). Readings tried
 (section *Readings*, R = 3): both blocks modelled on each other (`mutual=True`, used here),
 only block 1–6 synthesized from the original 7–13, and only block 7–13 from 1–6 (6 or 7
 attributes then stay original): DBRL 21–270, L1 36–470, GDBRL 21–384 links. None approaches
