@@ -137,6 +137,98 @@ def test_exact_risk_is_the_negative_binomial_expectation(f, p):
         assert individual_risk(np.array([f]), np.array([f / p]))[0] == pytest.approx(r)
 
 
+def _nb_inverse_mean(f, p):
+    """Σ_{F≥f} (1/F)·C(F−1, f−1)·p^f·(1−p)^{F−f} summed term by term in 40-digit decimals
+    (p the float's exact value), until the rest, at most t·ρ/(1−ρ) past the mode (ρ the
+    falling ratio of consecutive terms), is below 10^-22 of the sum."""
+    from decimal import Decimal, localcontext
+
+    with localcontext() as ctx:
+        ctx.prec = 40
+        f, p = int(f), Decimal(float(p))
+        q = 1 - p
+        t = p ** int(f)                 # P(F = f)
+        s = t / f
+        j = 0
+        while True:
+            t *= (f + j) * q / (j + 1)
+            j += 1
+            s += t / (f + j)
+            rho = (f + j) * q / (j + 1)
+            if rho < 1 and t * rho / (1 - rho) / (f + j) < Decimal("1e-22") * s:
+                return float(s)
+
+
+@pytest.mark.parametrize("f, p", [(1, 0.9), (2, 0.999), (3, 1e-3), (40, 0.2), (63, 0.01),
+                                  (64, 0.01), (172, 0.01), (300, 0.5), (1000, 0.3),
+                                  (5000, 0.9)])
+def test_exact_risk_for_large_f_is_the_direct_sum(f, p):
+    # sdcMicro's closed form overflows (p^(1−f)) from f = 172 at p = 0.01: NaN
+    r = individual_risk(np.array([float(f)]), np.array([f / p]), "exact")[0]
+    assert r == pytest.approx(_nb_inverse_mean(f, f / (f / p)), rel=2e-15)
+
+
+def test_household_exact_risk_is_the_direct_sum_for_every_record(data_dir):
+    # issue #38: Household, 8 keys, weights: 172 records have f_k = 172, p = 0.01, and were
+    # NaN (dropped from the global risk by nansum); E[1/F | f] = 5.85e-5
+    from linkrisk.datasets import HOUSEHOLD_QI, load
+
+    hh = load("household", data_dir, raw=True)
+    fr = frequency_risk(hh, HOUSEHOLD_QI, weights="sampling_weight", suda=False,
+                        method="exact")
+    rec = fr.per_record
+    assert np.isfinite(rec.risk).all() and (rec.fk == 172).sum() == 172
+    ref = {fF: _nb_inverse_mean(fF[0], fF[0] / fF[1])
+           for fF in set(zip(rec.fk.tolist(), rec.Fk.tolist(), strict=True))}
+    want = np.array([1 / f if f == F else ref[f, F] for f, F in zip(rec.fk, rec.Fk,
+                                                                      strict=True)])
+    np.testing.assert_allclose(rec.risk, want, rtol=2e-15, atol=0)
+    assert rec.risk[rec.fk == 172].iloc[0] == pytest.approx(5.8476092598287e-05, rel=1e-12)
+    assert fr.summary["global_risk_ER"] == pytest.approx(want.sum(), rel=1e-14)
+    assert fr.summary["max_risk"] == pytest.approx(want.max(), rel=2e-15)
+
+
+def test_frequency_sums_near_a_whole_number_take_its_branch():
+    # α = 0.1: the complete record (0, 0, 0) has f_k = 1 + 0.1·1 + 0.1·7 + 0.1·2, summed
+    # as 2.0000000000000004; α = 0.2: 1 + 0.2·2 + 0.2·2 + 0.2·1 = 1.9999999999999998.
+    # Both are 2: the f_k = 2 formula, no 2-anonymity violation, not a sample unique.
+    from linkrisk.grouping import frequencies_from_codes, key_codes
+
+    def file(c1, c2, c3):
+        rows = ([[0, 0, 0]] + [[None, 0, 0]] * c1 + [[0, None, 0]] * c2
+                + [[0, 0, None]] * c3)
+        return pd.DataFrame(rows, columns=list("abc"), dtype=float).assign(w=100.0)
+
+    for alpha, df in ((0.1, file(1, 7, 2)), (0.2, file(2, 2, 1))):
+        codes, size = key_codes(df, list("abc"))
+        raw = frequencies_from_codes(codes, size, None, alpha)[0][0]
+        assert raw != 2 and raw == pytest.approx(2)
+        f = sample_frequencies(df, list("abc"), weights="w", alpha=alpha)
+        assert f.fk[0] == 2.0
+        p = 2 / f.Fk[0]
+        o = p / (1 - p)
+        want = o - o ** 2 * math.log(1 / p)
+        fr = frequency_risk(df, list("abc"), weights="w", alpha=alpha, suda=False)
+        assert fr.per_record.risk[0] == pytest.approx(want, rel=1e-12)
+        assert fr.summary["k_anonymity_violations"]["2"] == 0
+        assert fr.summary["sample_uniques"] == 0
+        # the raw sum given directly is taken as 2 too, by either method (the other
+        # records' f_k are not whole numbers, which method="exact" refuses)
+        assert individual_risk(np.array([raw]), np.array([f.Fk[0]]))[0] == pytest.approx(
+            want, rel=1e-12)
+        assert individual_risk(np.array([raw]), np.array([f.Fk[0]]), "exact")[0] == (
+            pytest.approx(want, rel=1e-12))
+
+
+def test_exact_risk_needs_population_at_least_the_sample():
+    # weights below 1 (F_k < f_k): outside the negative-binomial model, an error, not NaN
+    with pytest.raises(LinkriskError, match="F_k >= f_k"):
+        individual_risk(np.array([3.0]), np.array([1.5]), "exact")
+    # f_k = F_k (or within 1e-9): the sample is the population, 1/f_k
+    r = individual_risk(np.array([3.0, 3.0]), np.array([3.0, 3.0 * (1 + 1e-12)]), "exact")
+    np.testing.assert_allclose(r, [1 / 3, 1 / 3], rtol=1e-15)
+
+
 def test_risk_special_cases_by_hand():
     # f = F: 1/f; f = 3, p = 0.1: 0.1 / (3 - 0.9); no weights: 1/f
     r = individual_risk(np.array([2.0, 3.0, 3.0]), np.array([2.0, 30.0, 30.0]))

@@ -10,17 +10,21 @@ with missing values matching any category as in sdcMicro's ``freqCalc``
    Default, as documented by sdcMicro: variables with fewer categories are more important
    (rank of the number of distinct non-missing values, ties by column order).
    ``importance=`` gives it (a list aligned with the keys, or {key: rank}).
-2. **Reduction.** Missing values are provisionally set to the column's first value
-   (unless that is missing), the records are grouped by key pattern, and of every pattern
-   with more than k records only its first k (in row order) take part: the others already
-   share their pattern with at least k records and are left unchanged.
+2. **Reduction.** The records are grouped by key pattern, a missing value being a value
+   of its own here, and of every pattern with more than k records only its first k (in
+   row order) take part: the others already share their pattern with at least k records
+   and are left unchanged. (sdcMicro first "initializes" the missing values with the
+   first value of the column, but evaluates ``unique(kV)[1]`` on the records where kV is
+   missing, which gives NA: the fill-in changes nothing, and linkrisk does not make it.)
 3. **Passes.** f_k is computed on the remaining records; the records with f_k < k are
    taken in order of decreasing risk 1/f_k (ties in row order). For each, in that order and
    with the suppressions made so far: the distance to every record is the number of keys on
    which both are observed and differ; among the records at the smallest positive distance
    (its nearest differing neighbours), the least important key on which one of them
    differs from it is suppressed in it — one value per record and pass. f_k is then
-   recomputed and passes repeat until every record has f_k ≥ k.
+   recomputed and passes repeat until every record has f_k ≥ k. (f_k within
+   ``COUNT_TOL`` of a whole number counts as that number, so a sum of α-weighted matches
+   such as 1.9999999999999998 is 2.)
 
 Every record suppressed in a pass violated k-anonymity at the start of that pass; a
 record is not re-checked within the pass (sdcMicro does the same), so a pass can suppress
@@ -42,6 +46,7 @@ import pandas as pd
 
 from ..errors import LinkriskError
 from ..grouping import frequencies_from_codes, key_codes, row_groups
+from ..measures.frequency import whole_counts
 
 
 def default_importance(codes: np.ndarray) -> np.ndarray:
@@ -259,13 +264,9 @@ def suppress_codes(codes: np.ndarray, size: np.ndarray, k: int, importance: np.n
     codes and the number of passes. See the module docstring."""
     n, m = codes.shape
     k = min(int(k), n)
-    # 2. reduction: keep the first k records of every pattern (missing provisionally imputed)
-    imputed = codes.copy()
-    for j in range(m):
-        miss = codes[:, j] < 0
-        if miss.any() and codes[0, j] >= 0:
-            imputed[miss, j] = codes[0, j]
-    ids, g = row_groups(imputed + 1, size + 1)
+    # 2. reduction: keep the first k records of every pattern, missing = a value of its own
+    # (sdcMicro's fill-in of the missing values is a no-op: module docstring)
+    ids, g = row_groups(codes + 1, size + 1)
     order = np.argsort(ids, kind="stable")
     starts = np.r_[0, np.flatnonzero(np.diff(ids[order])) + 1]
     rank = np.empty(n, np.int64)
@@ -276,7 +277,7 @@ def suppress_codes(codes: np.ndarray, size: np.ndarray, k: int, importance: np.n
     cdtype = np.int16 if int(size.max()) < np.iinfo(np.int16).max else np.int32
     passes = 0
     while True:
-        fk, _ = frequencies_from_codes(mat, size, None, alpha)
+        fk = whole_counts(frequencies_from_codes(mat, size, None, alpha)[0])
         bad = np.flatnonzero(fk < k)
         if bad.size == 0:
             break

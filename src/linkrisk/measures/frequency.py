@@ -26,13 +26,18 @@ negative-binomial model of sdcMicro's ``indivRisk``/``measure_risk`` with p_k = 
 
 * ``method="approx"`` (sdcMicro's default): f_k = 1: r = p/(1−p)·log(1/p);
   f_k = 2: r = p/(1−p) − (p/(1−p))²·log(1/p); f_k > 2: r = p/(f_k − (1−p));
-* ``method="exact"``: E[1/F_k | f_k] in closed form, sdcMicro's series
-  r = (p/(1−p))^f·(A·(1 + Σ_{m=0}^{f−3} (−1)^{m+1} Π_{i=0}^{m} B_i) + (−1)^f·log p), with
-  A = (p^{1−f} − 1)/(f − 1), B_i = (f−1−i)²/((i+1)(f−2−i))·(p^{i+2−f} − 1)/(p^{i+1−f} − 1);
+* ``method="exact"``: E[1/F_k | f_k] = Σ_{F≥f} (1/F)·C(F−1, f−1)·p^f·(1−p)^{F−f}, the value
+  of sdcMicro's closed form (p/(1−p))^f·(A·(1 + Σ_m (−1)^{m+1} Π_i B_i) + (−1)^f·log p),
+  which overflows for large f (NaN); linkrisk evaluates p·∫_0^1 u^{f−1}/(p + (1−p)u) du
+  by a series or a stable recurrence (:func:`_inverse_mean`), for any f. It needs
+  whole-number f_k and F_k ≥ f_k;
 * in both, r = 1/f_k where f_k = F_k (the sample is the population there), and r = 0 for a
   non-integer f_k between the cases (α < 1), as sdcMicro. Without weights r = 1/f_k.
+  f_k within a relative ``COUNT_TOL`` of a whole number counts as it (α-weighted sums
+  such as 2.0000000000000004 are 2), in these branches and in the counts below.
 
-**Global risk**: the expected number of re-identifications ER = Σ_i r_i and the rate ER/n.
+**Global risk**: the expected number of re-identifications ER = Σ_i r_i and the rate ER/n
+(a risk that cannot be computed is an error, never dropped from the sum).
 **Household risk** (``household=`` column): every member of household h gets
 1 − Π_{i∈h}(1 − r_i), the probability that at least one member is re-identified; its
 expected number is the sum over records, as sdcMicro's ``measure_risk(hid=)``.
@@ -131,56 +136,91 @@ def sample_frequencies(df: pd.DataFrame, keys: Sequence[str] | str, weights: Any
     codes, size = key_codes(df, keys)
     w = _weights(df, weights)
     fk, Fk = frequencies_from_codes(codes, size, w, _alpha(alpha))
-    return pd.DataFrame({"fk": fk, "Fk": Fk}, index=df.index)
+    fk = whole_counts(fk)
+    return pd.DataFrame({"fk": fk, "Fk": Fk if w is not None else fk}, index=df.index)
 
 
 # ---------------------------------------------------------------- individual risk
-def _exact_risk(f: int, p: np.ndarray) -> np.ndarray:
-    """sdcMicro's ``indivRisk(method="exact")`` for one integer f > 2."""
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        a = (p ** (1 - f) - 1) / (f - 1)
+#: relative tolerance within which a frequency is taken to be a whole number (α < 1 sums
+#: such as 1 + 0.1·1 + 0.1·7 + 0.1·2 give 2.0000000000000004) and f_k to equal F_k
+COUNT_TOL = 1e-9
 
-        def b(i: int) -> np.ndarray:
-            return ((f - 1 - i) ** 2 / ((i + 1) * (f - 2 - i))
-                    * (p ** (i + 2 - f) - 1) / (p ** (i + 1 - f) - 1))
 
-        bb = np.zeros_like(p)
-        prod = np.ones_like(p)
-        for mm in range(f - 2):
-            prod = prod * b(mm)
-            bb += (-1.0) ** (mm + 1) * prod
-        return (p / (1 - p)) ** f * (a * (1 + bb) + (-1.0) ** f * np.log(p))
+def whole_counts(fk: Any) -> np.ndarray:
+    """f_k with values within ``COUNT_TOL`` (relative) of a whole number set to it, so that
+    the tests f_k = 1, f_k = 2, f_k > 2 and f_k < k are not decided by rounding errors of
+    the α-weighted sums (other values are returned unchanged)."""
+    fk = np.asarray(fk, np.float64)
+    r = np.rint(fk)
+    return np.where(np.abs(fk - r) <= COUNT_TOL * np.maximum(1.0, np.abs(fk)), r, fk)
+
+
+@nb.njit(cache=True)
+def _inverse_mean(f: int, p: float) -> float:
+    """E[1/F | f] = Σ_{F≥f} (1/F)·C(F−1, f−1)·p^f·(1−p)^{F−f} for 0 < p < 1, through
+    E[1/F | f] = p·I_f with I_f = ∫_0^1 u^{f−1}/(p + (1−p)u) du. Series (p/f)·Σ_j
+    j!/((f+1)···(f+j))·(1−p)^j (all terms positive; ratio ≤ min(1−p, (j+1)/(f+j+1))) when
+    p ≥ 1/3 or f ≥ 64, at most ~100 terms; otherwise the recurrence
+    (1−p)·I_{g+1} + p·I_g = 1/g from I_1 = log(1/p)/(1−p), whose error shrinks by
+    p/(1−p) ≤ 1/2 per step (at most 63 steps)."""
+    q = 1.0 - p
+    if p >= 1.0 / 3.0 or f >= 64:
+        s = 1.0
+        term = 1.0
+        j = 0
+        # the remaining terms sum to at most term·(1−p)/p
+        while term > 1e-17 * s * min(1.0, p) and j < 1_000_000:
+            term *= (j + 1) * q / (f + 1 + j)
+            s += term
+            j += 1
+        return p / f * s
+    r = -p * math.log(p) / q
+    for g in range(1, f):
+        r = p * (1.0 / g - r) / q
+    return r
+
+
+@nb.njit(cache=True)
+def _exact_risks(f: np.ndarray, p: np.ndarray) -> np.ndarray:
+    out = np.empty(f.shape[0])
+    for i in range(f.shape[0]):
+        out[i] = _inverse_mean(int(f[i]), p[i])
+    return out
 
 
 def individual_risk(fk: np.ndarray, Fk: np.ndarray | None = None,
                     method: str = "approx") -> np.ndarray:
     """Benedetti–Franconi individual risk r_k per record (module docstring; sdcMicro's
     ``indivRisk``). ``Fk=None`` (no weights): r = 1/f_k. ``method``: ``approx`` (sdcMicro's
-    default, used by ``measure_risk``) or ``exact``."""
-    fk = np.asarray(fk, np.float64)
+    default, used by ``measure_risk``) or ``exact`` (E[1/F_k | f_k], evaluated stably for
+    every f_k). f_k within ``COUNT_TOL`` of a whole number counts as that number."""
+    fk = whole_counts(fk)
     if Fk is None:
         return 1.0 / fk
     if method not in ("approx", "exact"):
         raise LinkriskError(f"method must be 'approx' or 'exact', got {method!r}")
     Fk = np.asarray(Fk, np.float64)
     p = fk / Fk
+    eq = np.abs(fk - Fk) <= COUNT_TOL * fk      # the sample is the population: 1/f_k
     r = np.zeros_like(p)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        o = p / (1 - p)
-        one, two = fk == 1, fk == 2
-        r[one] = (o * np.log(1 / p))[one]
-        r[two] = (o - o ** 2 * np.log(1 / p))[two]
-        big = fk > 2
-        if method == "approx":
+    one, two, big = fk == 1, fk == 2, fk > 2
+    if method == "approx":
+        with np.errstate(divide="ignore", invalid="ignore"):
+            o = p / (1 - p)
+            r[one] = (o * np.log(1 / p))[one]
+            r[two] = (o - o ** 2 * np.log(1 / p))[two]
             r[big] = (p / (fk - (1 - p)))[big]
-        else:
-            if np.any(big & (fk != np.round(fk))):
-                raise LinkriskError("method='exact' needs integer sample frequencies "
-                                    "(alpha = 1)")
-            for f in np.unique(fk[big]):
-                sel = big & (fk == f)
-                r[sel] = _exact_risk(int(f), p[sel])
-    eq = fk == Fk
+    else:
+        if np.any(big & (fk != np.rint(fk))):
+            raise LinkriskError("method='exact' needs integer sample frequencies "
+                                "(alpha = 1)")
+        sel = (one | two | big) & ~eq
+        if np.any(sel & (p > 1)):
+            i = int(np.flatnonzero(sel & (p > 1))[0])
+            raise LinkriskError(f"method='exact': record {i} has F_k = {Fk[i]!r} < f_k = "
+                                f"{fk[i]!r} (weights below 1); the negative-binomial model "
+                                "needs F_k >= f_k")
+        r[sel] = _exact_risks(fk[sel].astype(np.int64), p[sel])
     r[eq] = 1.0 / fk[eq]
     return r
 
@@ -574,6 +614,7 @@ def frequency_risk(df: pd.DataFrame, keys: Sequence[str] | str, weights: Any = N
     keys = key_names(df, keys)
     w = _weights(df, weights)
     fk, Fk = frequencies_from_codes(codes, size, w, _alpha(alpha))
+    fk = whole_counts(fk)
     n = len(df)
     rec = pd.DataFrame({"fk": fk}, index=df.index)
     if w is not None:
@@ -582,12 +623,16 @@ def frequency_risk(df: pd.DataFrame, keys: Sequence[str] | str, weights: Any = N
     else:
         risk = individual_risk(fk)
     rec["risk"] = risk
-    er = float(np.nansum(risk))
+    if not np.isfinite(risk).all():     # never dropped from the global risk in silence
+        i = int(np.flatnonzero(~np.isfinite(risk))[0])
+        raise LinkriskError(f"individual risk of record {i} could not be computed (f_k = "
+                            f"{fk[i]!r}" + (f", F_k = {Fk[i]!r})" if w is not None else ")"))
+    er = float(np.sum(risk))
     summary: dict[str, Any] = {
         "sample_uniques": int((fk == 1).sum()),
         "k_anonymity_violations": {str(k): int((fk < k).sum()) for k in K_LEVELS},
         "global_risk_ER": er, "global_risk": er / n, "global_risk_pct": 100.0 * er / n,
-        "max_risk": float(np.nanmax(risk)), "risk_method": method if w is not None else "1/fk",
+        "max_risk": float(np.max(risk)) if n else 0.0, "risk_method": method if w is not None else "1/fk",
         "missing_key_values": int((codes < 0).sum()),
     }
     hname = None
