@@ -25,9 +25,17 @@ from .attacks import (
 )
 from .attacks.base import AttackResult, plain
 from .attacks.settings import resolve_settings
+from .data import unchanged_qis, unmatched_columns
 from .engine.nearest import Progress
 from .errors import LinkriskError, LinkriskWarning
 from .measures import numeric_measures, per_record_risk, worst_case
+from .scenarios import (
+    as_scenario_result,
+    fast_attacks,
+    parse_scenarios,
+    search_scenarios,
+    table_rows,
+)
 
 #: attacks of ``attacks="all"`` by the kinds of the QIs
 NUMERIC_ATTACKS = ("dbrl", "dbrl2", "dbrl_l1", "mahalanobis", "mahalanobis0", "kernel",
@@ -55,6 +63,52 @@ class Assessment:
     warnings: list[str] = field(default_factory=list)
     #: frequency and population risk of the release on its categorical QIs, or None
     frequency: Any = None
+    #: attacker scenarios (:mod:`linkrisk.scenarios`): the full QI set, the user
+    #: scenarios and those of the search, each a :class:`~linkrisk.scenarios.Scenario`
+    scenarios: list[Any] = field(default_factory=list)
+    #: the scenario that gives the worst case when it is not the full QI set, else None
+    worst_scenario: Any = None
+    #: per QI: best fast-attack rate alone and without it (leave one out), or None
+    drivers: pd.DataFrame | None = None
+    #: per attacker record: the QI whose removal most lowers its link probability
+    record_drivers: pd.DataFrame | None = None
+    #: the search's strategy, bound, scenarios scored, attacks run, seconds, greedy path
+    scenario_search: dict[str, Any] = field(default_factory=dict)
+    #: QIs the release carries unchanged for all or most records: column →
+    #: ``{"share_identical", "unique_records"}`` (:func:`linkrisk.data.unchanged_qis`)
+    unchanged: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: columns of one file only, not assessed (the default QIs are the common columns)
+    dropped: list[str] = field(default_factory=list)
+
+    @property
+    def verdict_notes(self) -> list[str]:
+        """What the verdict must say besides the worst case: the QIs released unchanged
+        that identify records on their own, and the columns not assessed because they are
+        in one file only."""
+        out = []
+        ident = {c: u for c, u in self.unchanged.items() if u["unique_records"] > 0}
+        if ident:
+            out.append("QIs released unchanged that identify records alone (records unique "
+                       "on that value): " + ", ".join(
+                           f"{c} {u['unique_records']:,}" + (
+                               "" if u["share_identical"] == 1 else
+                               f" ({100 * u['share_identical']:.0f} % of values unchanged)")
+                           for c, u in ident.items()))
+        if self.dropped:
+            out.append("not assessed (in one file only): " + ", ".join(map(str, self.dropped)))
+        return out
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per attack run: rate (%), correct links, records, seconds (worst first)."""
+        return _results_frame(self.results.values())
+
+    def _repr_html_(self) -> str:
+        w = self.worst
+        head = (f"<p><b>Worst case</b>: {_html(w.method)} re-identifies "
+                f"{100 * w.rate:.2f} % of {w.n:,} records; QIs: "
+                f"{_html(', '.join(map(str, self.settings.get('qi', []))))}</p>")
+        extra = "".join(f"<p>{_html(t)}</p>" for t in self.verdict_notes)
+        return head + extra + self.to_frame().to_html()
 
     @property
     def max_risk(self) -> float | None:
@@ -68,13 +122,35 @@ class Assessment:
 
     @property
     def worst(self) -> AttackResult:
-        """The attack that re-identifies the most records."""
-        return worst_case(self.results)
+        """The attack that re-identifies the most records, over the attacker scenarios
+        (its ``qi`` are the QIs of the scenario; :attr:`worst_scenario` names it)."""
+        full = worst_case(self.results)
+        sc = self.worst_scenario
+        if sc is not None and sc.result is not None and sc.result.rate > full.rate:
+            return sc.result
+        return full
+
+    @property
+    def worst_attacker(self) -> str:
+        """Who gives the worst case: 'an attacker who knows PTOTVAL alone' or 'an attacker
+        who knows all N QIs'."""
+        if self.worst_scenario is not None and self.worst.qi != self.settings["qi"]:
+            return self.worst_scenario.describe()
+        return f"an attacker who knows all {len(self.settings['qi'])} QIs"
 
     def to_dict(self) -> dict[str, Any]:
         w = self.worst
+        sc = self.worst_scenario if w.qi != self.settings["qi"] else None
         return {"worst_case": {"attack": w.method, "rate": w.rate,
-                               "correct_links": w.correct_links},
+                               "correct_links": w.correct_links,
+                               "scenario": "all QIs" if sc is None else sc.name,
+                               "qi": list(w.qi), "attacker": self.worst_attacker},
+                "scenarios": [sc.to_dict() for sc in self.scenarios],
+                "scenario_search": {k: plain(v) for k, v in self.scenario_search.items()},
+                "drivers": table_rows(self.drivers),
+                "record_drivers": ({} if self.record_drivers is None else
+                                   {k: int(v) for k, v in self.record_drivers["driver"]
+                                    .value_counts().items() if k}),
                 "attacks": [r.to_dict() for r in self.results.values()],
                 "skipped": dict(self.skipped),
                 "measures": {k: plain(v) for k, v in self.measures.items()},
@@ -82,6 +158,8 @@ class Assessment:
                                     for t in (0.5, 1.0)},
                 "settings": {k: plain(v) for k, v in self.settings.items()},
                 "exceeds_max_risk": self.exceeds if self.max_risk is not None else None,
+                "unchanged": {k: dict(v) for k, v in self.unchanged.items()},
+                "not_assessed": list(self.dropped),
                 "notes": list(self.notes), "warnings": list(self.warnings),
                 "seconds": round(self.seconds, 3),
                 **({"frequency_risk": self.frequency.to_dict()}
@@ -103,6 +181,20 @@ class Assessment:
             cut = len(page) if cut < 0 else cut
             page = page[:cut] + self.frequency.to_html() + page[cut:]
         return page
+
+
+def _results_frame(results: Any) -> pd.DataFrame:
+    rows = [{"attack": r.method, "rate_%": 100.0 * r.rate, "correct_links": r.correct_links,
+             "records": r.n, "seconds": r.seconds} for r in results]
+    cols = ["attack", "rate_%", "correct_links", "records", "seconds"]
+    df = pd.DataFrame(rows, columns=cols)
+    return df.sort_values("rate_%", ascending=False, kind="stable").set_index("attack")
+
+
+def _html(text: str) -> str:
+    import html
+
+    return html.escape(str(text))
 
 
 def default_attacks(kinds: Mapping[str, str], rank_swap_p: float | None = None) -> list[str]:
@@ -157,6 +249,9 @@ def assess(
     weights: str | None = None,
     household: str | None = None,
     suda_max_size: int | None = None,
+    scenarios: str = "all",
+    max_scenarios: int | None = None,
+    user_scenarios: str | Sequence[str] | Mapping[str, Any] | None = None,
 ) -> Assessment:
     """Run the attacks and measures a data owner needs before releasing ``masked``.
 
@@ -185,8 +280,19 @@ def assess(
     ``suda_max_size`` keys) of the release on its categorical QIs, sdcMicro's measures
     (:func:`linkrisk.measures.frequency.frequency_risk`, docs/methods.md); the per-record
     table gains ``fk``, ``freq_risk`` (and ``household_risk``, ``dis_score``) of each
-    record's released counterpart."""
+    record's released counterpart.
+
+    Attacker scenarios (docs/methods.md, Attacker scenarios): the worst case is taken over
+    the QI sets an attacker may know, not only over the attacks on all QIs. ``scenarios``:
+    ``"all"`` (every single QI, every pair and a greedy forward search, scored with the
+    fast attacks; the other attacks run on the worst scenario found), ``"greedy"`` (no
+    pairs) or ``"none"``; ``max_scenarios`` bounds the QI sets scored;
+    ``user_scenarios``: what the owner believes an intruder holds, ``{"name": ["a",
+    "b"]}`` or ``["name=a,b"]`` (every attack runs on each). :attr:`Assessment.worst`,
+    :attr:`~Assessment.exceeds` and the verdict use the worst scenario; ``drivers`` and
+    ``record_drivers`` say which attribute drives the risk."""
     t0 = time.perf_counter()
+    given = parse_scenarios(user_scenarios)
     if max_risk is not None and not (isinstance(max_risk, (int, float))
                                      and 0 < float(max_risk) <= 100):
         raise LinkriskError(f"max_risk must be a percentage in (0, 100], got {max_risk!r}")
@@ -248,10 +354,23 @@ def assess(
         raise LinkriskError("no attack could run: " + "; ".join(f"{k}: {v}"
                                                                for k, v in skipped.items()))
 
+    found = search_scenarios(ctx, runnable, params, results=results, strategy=scenarios,
+                             max_scenarios=max_scenarios, user=given,
+                             fast=fast_attacks(names, explicit))
+    worst_sc = max([found.worst, *found.user], key=lambda sc: sc.rate)
+    worst_sc = None if worst_sc.kind == "all QIs" else worst_sc
     measures, notes = _measures(original, masked, ctx.qi, ctx.kinds, ids, results,
                                 ctx.truth)
-    per = per_record_risk(results)
+    extra = [] if worst_sc is None else [as_scenario_result(worst_sc)]
+    per = per_record_risk({**results, **{r.method: r for r in extra if r is not None}})
     records = pd.concat([per, ctx.a_df.reset_index(drop=True).set_axis(per.index)], axis=1)
+    t_ab = np.asarray(ctx.truth)
+    unchanged = unchanged_qis(original.reset_index(drop=True), masked.reset_index(drop=True),
+                              ctx.qi, t_ab)
+    dropped: list[str] = []
+    if st.qi is None:
+        only_a, only_b, _ = unmatched_columns(original, masked, ids or [])
+        dropped = only_a + only_b
     settings = {"qi": list(ctx.qi), "kinds": dict(ctx.kinds), "direction": direction,
                 "n_attacker": ctx.n_a, "n_released": ctx.n_b,
                 "truth": truth_description(ctx, ids),
@@ -262,8 +381,20 @@ def assess(
     freq = _frequency(masked, ctx, weights, household, suda_max_size, records, notes)
     if freq is not None:
         settings.update(weights=weights, household=household)
+    if worst_sc is not None and worst_sc.rate > worst_case(results).rate:
+        measures["worst_case_%"] = 100.0 * worst_sc.rate
+    settings.update(scenarios=scenarios, max_scenarios=found.info["max_scenarios"],
+                    user_scenarios={k: list(v) for k, v in given.items()})
+    if found.info["stopped_at_limit"]:
+        notes.append(f"the scenario search stopped at {found.info['max_scenarios']} QI sets "
+                     "(max_scenarios); the worst case is over those scored")
     return Assessment(results, skipped, measures, records, settings,
-                      time.perf_counter() - t0, notes, warned, freq)
+                      time.perf_counter() - t0, notes, warned, freq,
+                      scenarios=[*found.scenarios[:1], *found.user, *found.scenarios[1:]],
+                      worst_scenario=worst_sc, drivers=found.drivers,
+                      record_drivers=found.record_drivers,
+                      scenario_search={**found.info, "greedy": found.greedy},
+                      unchanged=unchanged, dropped=dropped)
 
 
 def _frequency(masked: pd.DataFrame, ctx: Any, weights: str | None, household: str | None,
