@@ -89,16 +89,56 @@ class LinkContext:
     def numeric(self) -> tuple[np.ndarray, np.ndarray]:
         """A and B as float64 matrices (errors name non-numeric columns and NaNs)."""
         if "num" not in self._cache:
-            non_num = [c for c in self.qi if self.kinds.get(c) != "numeric"]
-            if non_num:
-                raise LinkriskError(
-                    f"this attack needs numeric QIs but {', '.join(map(repr, non_num))} "
-                    f"{'is' if len(non_num) == 1 else 'are'} categorical; choose numeric columns "
-                    "with --qi or use a categorical attack"
-                )
+            self.check_numeric()
             self._cache["num"] = (numeric_matrix(self.a_df, self.qi, what="attacker's file"),
                                   numeric_matrix(self.b_df, self.qi, what="released file"))
         return self._cache["num"]
+
+    @property
+    def has_missing(self) -> bool:
+        """Whether a QI value is missing (NaN/None/NA) in either file: the attacks then
+        score pairs over the attributes observed in both (docs/methods.md, "Missing
+        values")."""
+        if "missing" not in self._cache:
+            self._cache["missing"] = bool(self.a_df[self.qi].isna().to_numpy().any()
+                                          or self.b_df[self.qi].isna().to_numpy().any())
+        return self._cache["missing"]
+
+    def numeric_observed(self, cols: Sequence[str] | None = None
+                         ) -> tuple[np.ndarray, np.ndarray]:
+        """A and B (``cols``, default the QIs) as new float64 matrices with NaN where a value
+        is missing; the other values are checked as :meth:`numeric` checks them."""
+        cols = list(self.qi if cols is None else cols)
+        out = []
+        for df, what in ((self.a_df, "attacker's file"), (self.b_df, "released file")):
+            na = df[cols].isna().to_numpy()
+            x = numeric_matrix(df[cols].mask(na, 0), cols, what=what)
+            x[na] = np.nan
+            out.append(x)
+        return out[0], out[1]
+
+    def nearest_missing(self, obs_a: np.ndarray, obs_b: np.ndarray, build: Any) -> Outcome:
+        """:meth:`nearest` for files with missing values: the engine's search per pair of
+        missingness patterns (:func:`~linkrisk.engine.nearest.missing.nearest_sets_missing`;
+        ``build`` makes each pair's sub-problem), with this context's truth, memory budget,
+        seed and progress callback (on this machine, also with the Dask backend)."""
+        from ..engine.nearest.missing import nearest_sets_missing
+
+        out = Outcome(nearest_sets_missing(obs_a, obs_b, build, truth=self.truth,
+                                           memory_budget=self.memory_budget, seed=self.seed,
+                                           progress=self.progress))
+        out.extra["missing_values"] = True
+        return out
+
+    def check_numeric(self) -> None:
+        """Refuse categorical QIs, naming them (the numeric attacks' check)."""
+        non_num = [c for c in self.qi if self.kinds.get(c) != "numeric"]
+        if non_num:
+            raise LinkriskError(
+                f"this attack needs numeric QIs but {', '.join(map(repr, non_num))} "
+                f"{'is' if len(non_num) == 1 else 'are'} categorical; choose numeric columns "
+                "with --qi or use a categorical attack"
+            )
 
     def take_numeric(self) -> tuple[np.ndarray, np.ndarray]:
         """A and B as float64 matrices the caller owns and may overwrite: the cached pair is

@@ -99,14 +99,18 @@ def _union(*lists: list) -> list:
     return list(dict.fromkeys(x for lst in lists for x in lst))
 
 
-def _codes(s: pd.Series, cats: list, col: str, what: str) -> np.ndarray:
-    if s.isna().any():
+def _codes(s: pd.Series, cats: list, col: str, what: str, missing: bool = False
+           ) -> np.ndarray:
+    """Category codes of ``s`` under ``cats`` (−1 for a missing value when ``missing``;
+    refused otherwise)."""
+    if not missing and s.isna().any():
         i = int(np.flatnonzero(s.isna().to_numpy())[0])
         raise LinkriskError(f"column {col!r} of the {what} has missing values (first at row {i}); "
                             "impute them or make 'missing' a category before linking")
     codes = pd.Categorical(s, categories=pd.Index(cats, dtype=object)).codes.astype(np.int64)
-    if (codes < 0).any():  # cannot happen when cats covers both files; guard anyway
-        i = int(np.flatnonzero(codes < 0)[0])
+    unknown = (codes < 0) & s.notna().to_numpy()
+    if unknown.any():  # cannot happen when cats covers both files; guard anyway
+        i = int(np.flatnonzero(unknown)[0])
         raise LinkriskError(f"column {col!r}: category {s.iloc[i]!r} of the {what} has no code")
     return codes
 
@@ -123,15 +127,17 @@ def _check_coding(col: str, sa: pd.Series, sb: pd.Series) -> None:
                 f"released: {ob[0]!r} …); code the column the same way in both files")
 
 
-def shared_codes(ctx: LinkContext, col: str, cats: list | None = None
-                 ) -> tuple[list, np.ndarray, np.ndarray]:
+def shared_codes(ctx: LinkContext, col: str, cats: list | None = None, *,
+                 missing: bool = False) -> tuple[list, np.ndarray, np.ndarray]:
     """(categories, codes of A, codes of B) with one mapping for both files; by default the
-    categories are A's domain followed by B's extra categories."""
+    categories are A's domain followed by B's extra categories. ``missing``: a missing
+    value gets code −1 (refused otherwise)."""
     sa, sb = ctx.a_df[col], ctx.b_df[col]
     if cats is None:
         _check_coding(col, sa, sb)
         cats = _union(_domain(sa), _domain(sb))
-    return cats, _codes(sa, cats, col, "attacker's file"), _codes(sb, cats, col, "released file")
+    return (cats, _codes(sa, cats, col, "attacker's file", missing),
+            _codes(sb, cats, col, "released file", missing))
 
 
 def _order(ctx: LinkContext, col: str, user: Sequence | None, images: set,
@@ -268,12 +274,14 @@ def _user_categories(ctx: LinkContext, categories: Any) -> dict[str, list]:
 
 def categorical_space(ctx: LinkContext, metric: str = "mixed", *, weights: Any = None,
                       categories: Any = None, masking_aware: bool | None = None,
-                      masking_map: Any = None, **_other: Any) -> Space:
+                      masking_map: Any = None, missing: bool = False, **_other: Any) -> Space:
     """Encode both files for the engine's ``mixed`` metric (see the module docstring).
 
     ``metric``: ``mixed`` / ``sqeuclidean`` / ``l1`` (the per-kind sum), ``euclidean`` (its
     square root, ``root=True``) or ``hamming`` (every attribute nominal). Other keyword
-    arguments (numeric metrics' parameters) are ignored, as :func:`.distance.space` does."""
+    arguments (numeric metrics' parameters) are ignored, as :func:`.distance.space` does.
+    ``missing=True``: missing values are NaN in the matrices (numeric attributes
+    standardized over their observed values), for :func:`.distance.missing_linked`."""
     if metric not in CATEGORICAL_METRICS + ("euclidean", "sqeuclidean", "l1"):
         raise LinkriskError(f"metric {metric!r} is not defined for categorical attributes; use "
                             "hamming or mixed")
@@ -298,7 +306,14 @@ def categorical_space(ctx: LinkContext, metric: str = "mixed", *, weights: Any =
     num = [c for c in ctx.qi if kinds[c] == "numeric"]
     n_a, n_b, m = ctx.n_a, ctx.n_b, len(ctx.qi)
     a, b = np.empty((n_a, m)), np.empty((n_b, m))
-    if num:
+    if num and missing:
+        from .distance import standardize_observed
+
+        idx = [ctx.qi.index(c) for c in num]
+        na, nb = ctx.numeric_observed(num)
+        a[:, idx] = standardize_observed(na) * np.sqrt(w[idx])
+        b[:, idx] = standardize_observed(nb) * np.sqrt(w[idx])
+    elif num:
         from ..data import numeric_matrix
 
         idx = [ctx.qi.index(c) for c in num]
@@ -336,8 +351,11 @@ def categorical_space(ctx: LinkContext, metric: str = "mixed", *, weights: Any =
             raise LinkriskError(f"column {c!r} has {len(cats)} categories (at most "
                                 f"{MAX_CATEGORIES}); recode it or treat it as numeric")
         t = category_table(k, len(cats), n_order)
-        _, ca, cb = shared_codes(ctx, c, cats)
+        _, ca, cb = shared_codes(ctx, c, cats, missing=missing)
         a[:, j], b[:, j] = ca, cb
+        if missing:
+            a[ca < 0, j] = np.nan
+            b[cb < 0, j] = np.nan
         if rel is not None:
             ok = _possible(rel, cats)
             ok = ok if a_original else ok.T
@@ -389,6 +407,17 @@ def pair_scores(sp: Space, ia: np.ndarray, ib: np.ndarray) -> np.ndarray:
 
 
 # ---------------------------------------------------------------- attacks
+def _linked(ctx: LinkContext, metric: str, **kw: Any) -> Outcome:
+    """Candidate sets under a categorical metric; with missing values a missing category
+    matches any (:func:`.distance.missing_linked`)."""
+    if ctx.has_missing:
+        from .distance import missing_linked
+
+        return missing_linked(ctx, metric, **kw)
+    sp = categorical_space(ctx, metric, **kw)
+    return ctx.nearest(sp.a, sp.b, sp.metric, **sp.kw)
+
+
 ALL_KINDS = KINDS
 _WEIGHTS = Param("weights", object, type_name="{column: weight} or list",
                  help="attribute weights w_j ≥ 0 (not set: all 1)")
@@ -411,9 +440,8 @@ def dbrl_mixed(ctx: LinkContext, weights: Any = None, categories: Any = None,
     (a'_j − b'_j)² on per-file standardized values; ∞ for category pairs the known
     masking cannot produce (``masking_map``). ``dbrl`` on categorical QIs is this attack
     with default parameters. See :mod:`linkrisk.attacks.categorical`."""
-    sp = categorical_space(ctx, "mixed", weights=weights, categories=categories,
-                           masking_aware=masking_aware, masking_map=masking_map)
-    out = ctx.nearest(sp.a, sp.b, sp.metric, **sp.kw)
+    out = _linked(ctx, "mixed", weights=weights, categories=categories,
+                  masking_aware=masking_aware, masking_map=masking_map)
     out.extra["metric"] = "mixed"
     return out
 
@@ -424,8 +452,7 @@ def dbrl_hamming(ctx: LinkContext, weights: Any = None, masking_aware: bool | No
                  masking_map: Any = None) -> Outcome:
     """d(a,b) = Σ_j w_j·χ(a_j ≠ b_j) over categorical QIs (ordinal ones compared as
     nominal); ∞ for category pairs the known masking cannot produce."""
-    sp = categorical_space(ctx, "hamming", weights=weights, masking_aware=masking_aware,
-                           masking_map=masking_map)
-    out = ctx.nearest(sp.a, sp.b, sp.metric, **sp.kw)
+    out = _linked(ctx, "hamming", weights=weights, masking_aware=masking_aware,
+                  masking_map=masking_map)
     out.extra["metric"] = "hamming"
     return out

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from scipy.stats import rankdata
 
 from ..engine.nearest.transforms import (
     average_ranks,
@@ -41,17 +42,31 @@ def _dbrl2_scale(ctx: LinkContext, sigma: str = "spread") -> np.ndarray:
     (ddof=1). A zero σ_j (an attribute the masking left untouched, under "aligned", or a
     constant one) gets the weight of σ = 1e-9·sd(A_j) (1e-9 if A_j is constant) rather than
     a division by zero."""
-    if sigma not in DBRL2_SIGMAS:
-        raise LinkriskError(f"dbrl2: sigma={sigma!r} is not one of {', '.join(DBRL2_SIGMAS)}")
+    _check_sigma(sigma)
     a, b = ctx.numeric()
     va = np.diag(covariance(a))
     if sigma == "aligned":
         ia, ib = ctx.true_pairs()
-        sd = difference_sd(a, b, ia, ib)
-    else:
-        sd = np.sqrt(va + np.diag(covariance(b)))
+        return _sigma_floor(difference_sd(a, b, ia, ib), va)
+    return _sigma_floor(np.sqrt(va + np.diag(covariance(b))), va)
+
+
+def _check_sigma(sigma: str) -> None:
+    if sigma not in DBRL2_SIGMAS:
+        raise LinkriskError(f"dbrl2: sigma={sigma!r} is not one of {', '.join(DBRL2_SIGMAS)}")
+
+
+def _sigma_floor(sd: np.ndarray, va: np.ndarray) -> np.ndarray:
+    """σ_j, a zero one replaced by 1e-9·sd(A_j) (1e-9 if A_j is constant)."""
     sa = np.sqrt(va)
     return np.where(sd > 0, sd, 1e-9 * np.where(sa > 0, sa, 1.0))
+
+
+def _categorical_metric(ctx: LinkContext, metric: str) -> bool:
+    """Whether ``metric`` is served by :mod:`.categorical` on these QIs."""
+    return metric in ("hamming", "mixed") or (
+        metric in ("euclidean", "sqeuclidean", "l1")
+        and any(ctx.kinds[c] != "numeric" for c in ctx.qi))
 
 
 #: largest kernel degree: (1 + x·y)^d of standardized records overflows float64 (or loses
@@ -104,9 +119,7 @@ def space(ctx: LinkContext, metric: str = "euclidean", **kw: Any) -> Space:
     kw = dict(kw)
     standardized = bool(kw.pop("standardize", True))
     sigma = str(kw.pop("sigma", "spread"))
-    if metric in ("hamming", "mixed") or (
-            metric in ("euclidean", "sqeuclidean", "l1")
-            and any(ctx.kinds[c] != "numeric" for c in ctx.qi)):
+    if _categorical_metric(ctx, metric):
         from .categorical import categorical_space
 
         return categorical_space(ctx, metric, **kw)
@@ -152,9 +165,139 @@ _STANDARDIZE = Param("standardize", bool, True,
 
 
 def linked(ctx: LinkContext, metric: str, **kw: Any) -> Outcome:
-    """Nearest-record candidate sets under a named distance."""
+    """Nearest-record candidate sets under a named distance (over the attributes observed
+    in both records when values are missing: :func:`missing_linked`)."""
+    if ctx.has_missing:
+        return missing_linked(ctx, metric, **kw)
     sp = space(ctx, metric, **kw)
     return ctx.nearest(sp.a, sp.b, sp.metric, **sp.kw)
+
+
+# ---------------------------------------------------------------- missing values
+def standardize_observed(x: np.ndarray) -> np.ndarray:
+    """:func:`~linkrisk.engine.nearest.standardize` over the observed values (NaN kept):
+    (x − mean) / sd per column, mean and sd (ddof=1) of the column's observed values; a
+    column with no spread (or fewer than 2 observed values) is centred only. In place."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        n = (~np.isnan(x)).sum(axis=0)
+        mu = np.where(n > 0, np.nansum(x, axis=0) / np.maximum(n, 1), 0.0)
+        x -= mu
+        ss = np.nansum(x * x, axis=0)
+        sd = np.where(n > 1, np.sqrt(ss / np.maximum(n - 1, 1)), 0.0)
+    x /= np.where(sd > 0, sd, 1.0)
+    return x
+
+
+def _observed_ranks(x: np.ndarray, norm: np.ndarray) -> np.ndarray:
+    """Average ranks 1..n_j over each column's n_j observed values (NaN kept), divided by
+    n_j where ``norm`` says so. In place."""
+    for j in range(x.shape[1]):
+        ok = ~np.isnan(x[:, j])
+        x[ok, j] = rankdata(x[ok, j], method="average")
+        if norm[j]:
+            x[ok, j] /= ok.sum()
+    return x
+
+
+def _complete(x: np.ndarray) -> np.ndarray:
+    return np.flatnonzero(~np.isnan(x).any(axis=1))
+
+
+def _missing_whitening(ctx: LinkContext, a: np.ndarray, b: np.ndarray, with_cov: bool):
+    """Mahalanobis with missing values: S = Var(A) + Var(B) estimated on each file's
+    complete records (mahalanobis0), or Var(A) + Var(B) − 2 Cov(A,B) on the complete true
+    pairs (mahalanobis; one set of rows for the three terms), once; each pattern pair whitens its
+    observed sub-vectors with S restricted to them (the Mahalanobis distance of the
+    observed sub-vector), centred on the complete records' mean of A."""
+    ca, cb = _complete(a), _complete(b)
+    m = len(ctx.qi)
+    if min(ca.size, cb.size) <= m:
+        raise LinkriskError(f"Mahalanobis distances with missing values estimate the {m}×{m} "
+                            f"covariance on complete records and need more of them than QIs "
+                            f"(here {min(ca.size, cb.size):,}); use fewer QIs (--qi) or "
+                            "another attack")
+    if with_cov:  # all three terms on the same rows, so that S stays positive semi-definite
+        ia, ib = ctx.true_pairs()
+        ok = ~(np.isnan(a[ia]).any(axis=1) | np.isnan(b[ib]).any(axis=1))
+        if ok.sum() <= m:
+            raise LinkriskError(f"mahalanobis with missing values estimates its {m}×{m} "
+                                "covariance on the complete true pairs and needs more of them "
+                                f"than QIs (here {int(ok.sum()):,}); use mahalanobis0, fewer "
+                                "QIs (--qi) or another attack")
+        ia, ib = ia[ok], ib[ok]
+        cab = covariance(a, b, ix=ia, iy=ib)
+        s = covariance(a, a, ix=ia, iy=ia) + covariance(b, b, ix=ib, iy=ib) - cab - cab.T
+    else:
+        s = covariance(a[ca]) + covariance(b[cb])
+    mu = a[ca].mean(axis=0)
+    what = "Var(A)+Var(B)-2Cov(A,B)" if with_cov else "Var(A)+Var(B)"
+    cache: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
+
+    def whiten_cols(cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        key = tuple(cols.tolist())
+        if key not in cache:
+            names = [ctx.qi[j] for j in cols]
+            cache[key] = (whitening(s[np.ix_(cols, cols)], names, what=what), mu[cols])
+        return cache[key]
+
+    return whiten_cols
+
+
+def missing_linked(ctx: LinkContext, metric: str, **kw: Any) -> Outcome:
+    """Candidate sets when QI values are missing (docs/methods.md, "Missing values"): the
+    distance of a pair over the attributes observed in both, the numeric part rescaled
+    from the m_o attributes observed in both to all m (sums × m/m_o; L∞ unscaled),
+    standardization, ranks and σ over each attribute's observed values; categorical
+    attributes: a missing category matches any (see :mod:`.categorical`)."""
+    from ..engine.nearest.missing import space_build
+
+    kw = dict(kw)
+    standardized = bool(kw.pop("standardize", True))
+    sigma = str(kw.pop("sigma", "spread"))
+    if _categorical_metric(ctx, metric):
+        from .categorical import categorical_space
+
+        sp = categorical_space(ctx, metric, missing=True, **kw)
+        num = np.array([ctx.kinds[c] == "numeric" for c in ctx.qi])
+        build = space_build(sp.a, sp.b, sp.metric, rescaled=num, tables=sp.kw["tables"])
+        return ctx.nearest_missing(~np.isnan(sp.a), ~np.isnan(sp.b), build)
+    ctx.check_numeric()
+    a, b = ctx.numeric_observed()
+    obs_a, obs_b = ~np.isnan(a), ~np.isnan(b)
+    every = np.ones(a.shape[1], bool)
+    whiten = None
+    if metric in ("euclidean", "sqeuclidean", "l1", "kernel"):
+        if standardized:
+            standardize_observed(a)
+            standardize_observed(b)
+        eng = {"kernel": "kernel", "l1": "l1"}.get(metric, "sqeuclidean")
+    elif not standardized:
+        raise LinkriskError(f"standardize=False applies to the euclidean, sqeuclidean, l1 and "
+                            f"kernel metrics, not to {metric!r}")
+    elif metric == "dbrl2":
+        _check_sigma(sigma)
+        va = np.nanvar(a, axis=0, ddof=1)
+        if sigma == "aligned":  # over the true pairs observed in both
+            ia, ib = ctx.true_pairs()
+            sd = _sigma_floor(np.nanstd(a[ia] - b[ib], axis=0, ddof=1), va)
+        else:
+            sd = _sigma_floor(np.sqrt(va + np.nanvar(b, axis=0, ddof=1)), va)
+        a /= sd
+        b /= sd
+        eng = "sqeuclidean"
+    elif metric in ("mahalanobis", "mahalanobis0"):
+        whiten = _missing_whitening(ctx, a, b, metric == "mahalanobis")
+        eng = "sqeuclidean"
+    elif metric in ("rank_sum", "rank_max"):
+        norm = (obs_a.sum(axis=0) != obs_b.sum(axis=0)) | (a.shape[0] != b.shape[0])
+        _observed_ranks(a, norm)
+        _observed_ranks(b, norm)
+        eng = "l1" if metric == "rank_sum" else "linf"
+    else:
+        raise LinkriskError(f"unknown metric {metric!r}; choose from {', '.join(METRICS)}")
+    build = space_build(a, b, eng, rescaled=every, degree=kernel_degree(kw.get("d", 2)),
+                        whiten=whiten)
+    return ctx.nearest_missing(obs_a, obs_b, build)
 
 
 @register("dbrl", "DBRL1: squared Euclidean on attributes standardized per file "
