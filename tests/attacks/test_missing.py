@@ -293,3 +293,18 @@ def test_merge_across_patterns_recounts_at_the_overall_threshold(seed):
     g = ~np.isnan(b[:, 1])
     m0, m1 = d[:, g].min(1), d[:, ~g].min(1)
     assert ((m0 != m1) & (np.maximum(m0, m1) <= mn + RTOL * mn)).any()
+
+
+@pytest.mark.parametrize("method", ["gdbrl", "prl"])
+def test_attacks_without_a_missing_value_rule_say_why(method):
+    a, b = cat_files(8, n=40)
+    with pytest.raises(LinkriskError, match="missing values"):
+        linkrisk.attack(a, b, method=method)
+
+
+def test_assess_lists_the_attacks_that_did_not_run():
+    a, b = cat_files(9, n=60)
+    res = linkrisk.assess(a, b)  # edu is numeric here: dbrl_mixed
+    assert "dbrl_mixed" in res.results
+    assert {"prl", "gdbrl"} <= set(res.skipped)
+    assert all("missing values" in res.skipped[k] for k in ("prl", "gdbrl"))

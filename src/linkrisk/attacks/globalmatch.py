@@ -142,6 +142,8 @@ def gdbrl(
                             "records; pass pad=True to pad the smaller file with dummies")
     if approx not in (None, "agdbrl1", "agdbrl2"):
         raise LinkriskError(f"unknown approx {approx!r}; use 'agdbrl1' or 'agdbrl2'")
+    if ctx.has_missing:
+        raise LinkriskError(MISSING)
     kw: dict[str, Any] = {"d": d} if metric == "kernel" else {}
     if not standardize:
         kw["standardize"] = False
@@ -162,6 +164,12 @@ def gdbrl(
     extra.update(ties=ties)
     extra.update({k_: v for k_, v in res.info.items() if k_ not in ("k",)})
     return Outcome(sets, extra)
+
+
+#: why gdbrl refuses files with missing QI values (docs/methods.md, "Missing values")
+MISSING = ("missing values: the global matching's costs over the attributes observed in both "
+           "records are not implemented; the per-record attacks (dbrl_hamming, dbrl, "
+           "dbrl_mixed …) score such files")
 
 
 def _delta(delta: float | str | None, has: np.ndarray, true_cost: np.ndarray,

@@ -117,6 +117,11 @@ def compare(ctx: LinkContext, q: int = 10, tol: Any = None) -> Comparison:
     """Encode both files for the comparison vector (see the module docstring)."""
     if isinstance(q, bool) or not isinstance(q, (int, np.integer)) or q < 2:
         raise LinkriskError(f"q (number of quantile bins) must be an integer >= 2, got {q!r}")
+    if ctx.has_missing:  # docs/methods.md, "Missing values"
+        raise LinkriskError("missing values: a comparison with a missing value would weigh 0 "
+                            "(neither agreement nor disagreement), which the EM's two-state "
+                            "patterns do not hold yet; the distance attacks (dbrl_hamming, "
+                            "dbrl …) score such files")
     num = [c for c in ctx.qi if ctx.kinds[c] == "numeric"]
     if tol is None:
         tols = {}
