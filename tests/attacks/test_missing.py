@@ -308,3 +308,22 @@ def test_assess_lists_the_attacks_that_did_not_run():
     assert "dbrl_mixed" in res.results
     assert {"prl", "gdbrl"} <= set(res.skipped)
     assert all("missing values" in res.skipped[k] for k in ("prl", "gdbrl"))
+
+
+def test_choose_sweeps_local_suppression(tmp_path):
+    """local_suppression is in choose's categorical grid; its releases are scored by
+    dbrl_hamming (prl, hence DR and Score, do not run on them: noted, and without a risk
+    limit such points cannot be recommended)."""
+    from linkrisk.experiments.choose import CATEGORICAL_DEFAULTS, choose
+
+    assert "local_suppression" in CATEGORICAL_DEFAULTS
+    keys = ["urbrur", "roof", "walls", "water", "electcon", "relat", "sex", "hhcivil"]
+    df = linkrisk.datasets.load("household")[keys].iloc[:500].reset_index(drop=True)
+    methods = ["local_suppression:k=2,5", "pram:pd=0.8"]
+    for lim in (None, 50):
+        ch = choose(df, methods=methods, replications=2, processes=1, cache_dir=tmp_path,
+                    max_risk=lim)
+        ls = ch.points[ch.points["method"] == "local_suppression"]
+        assert len(ls) == 2 and (ls["risk_mean"] > 0).all()
+        assert ls["deciding_attack"].eq("dbrl_hamming").all()
+        assert any("prl did not run on local_suppression" in n for n in ch.notes)

@@ -262,11 +262,11 @@ def test_defaults_per_data_kind():
     num, _ = default_methods("numeric", ordered=False, confidential=["x"])
     assert num[-1].method == "ipso" and num[-1].params["confidential"] == [["x"]]
     cat, notes = default_methods("categorical", ordered=False, confidential=None)
-    assert [g.method for g in cat] == ["pram", "global_recoding"]
+    assert [g.method for g in cat] == ["pram", "global_recoding", "local_suppression"]
     assert "n_groups" in cat[1].params and len(notes) == 2
     cat, notes = default_methods("categorical", ordered=True, confidential=None)
     assert [g.method for g in cat] == ["pram", "global_recoding", "top_coding",
-                                       "bottom_coding"] and not notes
+                                       "bottom_coding", "local_suppression"] and not notes
 
 
 def test_bad_input_is_one_clear_error(census_small, tmp_path):

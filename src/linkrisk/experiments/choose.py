@@ -82,6 +82,8 @@ CATEGORICAL_DEFAULTS: dict[str, dict[str, list[Any]]] = {
     "global_recoding": {"width": [2, 3, 4, 6]},        # ordered categories
     "top_coding": {"quantile": [0.9, 0.8, 0.7, 0.5]},   # ordered categories
     "bottom_coding": {"quantile": [0.1, 0.2, 0.3, 0.5]},
+    # suppression to k-anonymity (releases with missing values: docs/methods.md)
+    "local_suppression": {"k": [2, 3, 5, 10]},
 }
 #: nominal categories: recode by keeping the n_groups − 1 most frequent ones
 NOMINAL_RECODING = {"n_groups": [8, 6, 4, 2]}
@@ -472,8 +474,8 @@ def choose(
     ``methods``: grid specs such as ``"rank_swap:p=2..20"``, ``"noise:a=0.05..1"``,
     ``"microaggregation_ir:k=3,5,10"`` (module docstring), default: the defaults of the
     data kind (numeric: noise, rank swapping, IR and MDAV microaggregation, and IPSO when
-    ``confidential`` columns are named; categorical: PRAM, global recoding and, with
-    ``ordered``, top/bottom coding). ``max_risk``: the limit on worst-case
+    ``confidential`` columns are named; categorical: PRAM, global recoding, local
+    suppression and, with ``ordered``, top/bottom coding). ``max_risk``: the limit on worst-case
     re-identification in % (``"5%"`` or ``5``); without it the least Score is chosen.
     ``risk_attacks``: the attacks whose maximum is the worst-case risk (default: every
     attack that applies to the QI kinds, as in :func:`linkrisk.assess`, with ``rsrl`` and
@@ -815,8 +817,8 @@ def recommend(points: pd.DataFrame, max_risk: float | None
 def _feasible_and_ties(p: pd.DataFrame, max_risk: float | None) -> tuple[pd.Series, pd.Index]:
     """Feasible points (upper risk bound ≤ limit; all without a limit) and the near ties of
     the best one (goal mean ≤ the best's upper bound; goal IL with a limit, else Score)."""
-    if max_risk is None:
-        feasible = pd.Series(True, index=p.index)
+    if max_risk is None:  # a point without a Score (an attack DR needs did not run) is out
+        feasible = p["Score_mean"].notna()
         goal = "Score"
     else:
         feasible = p["risk_hi"] <= max_risk + 1e-12
