@@ -79,6 +79,8 @@ class Assessment:
     unchanged: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: columns of one file only, not assessed (the default QIs are the common columns)
     dropped: list[str] = field(default_factory=list)
+    #: attribute disclosure of the ``sensitive`` columns (:func:`_attribute`), or None
+    attribute: dict[str, Any] | None = None
 
     @property
     def verdict_notes(self) -> list[str]:
@@ -252,6 +254,9 @@ def assess(
     scenarios: str = "all",
     max_scenarios: int | None = None,
     user_scenarios: str | Sequence[str] | Mapping[str, Any] | None = None,
+    synthetic: bool = False,
+    holdout: pd.DataFrame | None = None,
+    sensitive: str | Sequence[str] | None = None,
 ) -> Assessment:
     """Run the attacks and measures a data owner needs before releasing ``masked``.
 
@@ -290,8 +295,25 @@ def assess(
     ``user_scenarios``: what the owner believes an intruder holds, ``{"name": ["a",
     "b"]}`` or ``["name=a,b"]`` (every attack runs on each). :attr:`Assessment.worst`,
     :attr:`~Assessment.exceeds` and the verdict use the worst scenario; ``drivers`` and
-    ``record_drivers`` say which attribute drives the risk."""
+    ``record_drivers`` say which attribute drives the risk.
+
+    ``synthetic=True``: ``masked`` is a synthetic release (no record of it is a version of
+    an original one); returns a :class:`linkrisk.synthetic.SyntheticRisk` instead (DCR,
+    membership inference, anonymeter's attacks; ``holdout``: original records the
+    generator never saw; ``sensitive``: the inference attack's secrets). Otherwise
+    ``sensitive`` adds attribute disclosure (:mod:`linkrisk.measures.attribute`) to the
+    assessment's ``attribute`` (l-diversity and t-closeness of the release's categorical
+    QI patterns, and the sensitive values inferred through each attack's links)."""
     t0 = time.perf_counter()
+    if synthetic:
+        from .synthetic import synthetic_risk
+
+        sens = [sensitive] if isinstance(sensitive, str) else sensitive
+        return synthetic_risk(original, masked, holdout, qi=None if qi is None else (
+            [qi] if isinstance(qi, str) else list(qi)), sensitive=sens,
+            seed=0 if seed is None else int(seed), max_risk=max_risk)  # type: ignore[return-value]
+    if holdout is not None:
+        raise LinkriskError("a holdout file is for synthetic releases: pass synthetic=True")
     given = parse_scenarios(user_scenarios)
     if max_risk is not None and not (isinstance(max_risk, (int, float))
                                      and 0 < float(max_risk) <= 100):
@@ -394,7 +416,8 @@ def assess(
                       worst_scenario=worst_sc, drivers=found.drivers,
                       record_drivers=found.record_drivers,
                       scenario_search={**found.info, "greedy": found.greedy},
-                      unchanged=unchanged, dropped=dropped)
+                      unchanged=unchanged, dropped=dropped,
+                      attribute=_attribute(original, masked, results, sensitive, kinds_used(ctx)))
 
 
 def _frequency(masked: pd.DataFrame, ctx: Any, weights: str | None, household: str | None,
@@ -462,6 +485,40 @@ def _measures(original: pd.DataFrame, masked: pd.DataFrame, qi: list[str],
         return out, notes
     out.update(numeric_measures(original, masked, qi, rate, notes=notes))
     return out, notes
+
+
+def kinds_used(ctx: Any) -> tuple[list[str], dict[str, str]]:
+    """The linkage's QIs and their kinds."""
+    return list(ctx.qi), dict(ctx.kinds)
+
+
+def _attribute(original: pd.DataFrame, masked: pd.DataFrame, results: Mapping[str, Any],
+               sensitive: str | Sequence[str] | None, qk: tuple[list[str], dict[str, str]]
+               ) -> dict[str, Any] | None:
+    """Attribute disclosure of ``sensitive`` (docs/methods.md, "Attribute disclosure"):
+    l-diversity and t-closeness of the release's categorical QI patterns, and per attack
+    the sensitive values inferred through its links (counts, never values)."""
+    if not sensitive:
+        return None
+    from .measures.attribute import l_diversity, linked_inference, t_closeness
+
+    sens = [sensitive] if isinstance(sensitive, str) else list(sensitive)
+    qi, kinds = qk
+    keys = [c for c in qi if kinds.get(c) != "numeric" and c not in sens]
+    out: dict[str, Any] = {"sensitive": sens, "keys": keys}
+    if keys:
+        out["l_diversity"] = l_diversity(masked, keys, sens).summary
+        out["t_closeness"] = t_closeness(masked, keys, sens).summary
+    else:
+        out["note"] = "no categorical QI: l-diversity and t-closeness need key patterns"
+    out["linked"] = {}
+    for name, r in results.items():
+        pr = getattr(r, "per_record", None)
+        if pr is None or "link" not in pr or r.direction != "original->masked":
+            continue
+        out["linked"][name] = linked_inference(original, masked, pr["link"].to_numpy(), sens,
+                                               correct=pr["correct"].to_numpy())
+    return out
 
 
 def _version() -> str:

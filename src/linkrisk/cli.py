@@ -334,6 +334,16 @@ def assess_cmd(
         help="household-id column of the released file (household risk)")] = None,
     suda_max_size: Annotated[int | None, typer.Option(
         help="largest minimal sample unique SUDA2 looks for (default: all keys)")] = None,
+    synthetic: Annotated[bool, typer.Option(
+        "--synthetic", help="the release is synthetic (no record pairs with an original "
+                            "one): DCR, membership inference, anonymeter's attacks")] = False,
+    holdout: Annotated[str | None, typer.Option(
+        "--holdout", help="with --synthetic: original records the generator never saw "
+                          "(control set)")] = None,
+    sensitive: Annotated[str | None, typer.Option(
+        "--sensitive", help="sensitive columns a,b: attribute disclosure (l-diversity, "
+                            "t-closeness, inference through links); with --synthetic the "
+                            "inference attack's secrets")] = None,
 ) -> None:
     """Run every applicable attack and the risk/utility measures; print a verdict and write
     an HTML report (-o). With categorical QIs also the frequency and population risk of the
@@ -348,12 +358,18 @@ def assess_cmd(
                             memory_budget=memory, seed=seed,
                             assume_row_order=assume_row_order, screen_qi=True)
     check_output(output, force, what="report")
+    sens = [c.strip() for c in sensitive.split(",") if c.strip()] if sensitive else None
+    if synthetic:
+        _assess_synthetic(original, masked, holdout, qi, sens, seed, limit, as_json)
+        return
+    if holdout is not None:
+        raise LinkriskError("--holdout is for synthetic releases: add --synthetic")
     a, b = read_inputs(original, masked)
     with progress_bar() as bar:
         res = linkrisk.assess(a, b, attacks="all" if chosen.strip() == "all" else chosen,
                               settings=settings, rank_swap_p=rank_swap_p, progress=bar,
                               max_risk=limit, weights=weights, household=household,
-                              suda_max_size=suda_max_size)
+                              suda_max_size=suda_max_size, sensitive=sens)
     if output is not None:
         inputs = [{"role": role, "name": str(p), "sha256": sha256(p) or _not_a_file(p)}
                   for role, p in (("original", original), ("released", masked))]
@@ -400,6 +416,8 @@ def assess_cmd(
                       + (f"; household risk {f['hier_risk_ER']:,.2f}"
                          if "hier_risk_ER" in f else "") + ".", highlight=False,
                       soft_wrap=True)
+    if res.attribute is not None and not as_json:
+        out.print(escape(attribute_text(res.attribute)), soft_wrap=True, highlight=False)
     say_skipped(res.skipped)
     if limit is not None:
         if res.exceeds:
@@ -408,6 +426,44 @@ def assess_cmd(
             raise typer.Exit(3)
         err.print(f"within the limit: worst case {pct:.2f} % ≤ --max-risk {limit:g} %",
                   soft_wrap=True)
+
+
+def attribute_text(att: dict) -> str:
+    """The report's attribute-disclosure section (counts, never values)."""
+    lines = [f"Attribute disclosure (sensitive: {', '.join(att['sensitive'])}; keys: "
+             f"{', '.join(att['keys']) or 'none'})"]
+    for s, d in att.get("l_diversity", {}).items():
+        t = att["t_closeness"][s]
+        lines.append(f"  {s}: l-diversity min distinct {d['min_distinct']:g}, entropy "
+                     f"{d['min_entropy']:.3f}, recursive (c=2) {d['min_recursive']}; "
+                     f"t-closeness {t['t']:.3f} ({t['ground']}); value disclosed without "
+                     f"identity: {d['homogeneous_records']:,} records in "
+                     f"{d['homogeneous_patterns']:,} homogeneous patterns")
+    for name, per in att.get("linked", {}).items():
+        lines.append(f"  through {name}'s links: " + "; ".join(
+            f"{s} inferred for {v['inferred']:,} records ({100 * v['rate']:.2f} %"
+            + (f", ±{v['tolerance_percent']:g} %" if v.get("tolerance_percent") else "") + ")"
+            for s, v in per.items()))
+    if att.get("note"):
+        lines.append(f"  note: {att['note']}")
+    return "\n".join(lines)
+
+
+def _assess_synthetic(original: str, release: str, holdout: str | None, qi: str | None,
+                      sens: list[str] | None, seed: int, limit: float | None,
+                      as_json: bool) -> None:
+    """``assess --synthetic``: the synthetic-data section and its verdict."""
+    specs = [original, release] + ([holdout] if holdout else [])
+    frames = read_inputs(*specs)
+    res = linkrisk.assess(frames[0], frames[1], qi=parse_columns(qi), synthetic=True,
+                          holdout=frames[2] if holdout else None, sensitive=sens, seed=seed,
+                          max_risk=limit)
+    if as_json:
+        print(json.dumps(res.to_dict(), indent=2, default=float))
+    else:
+        out.print(escape(res.text()), soft_wrap=True, highlight=False)
+    if limit is not None and res.exceeds:
+        raise typer.Exit(3)
 
 
 @app.command("study")
