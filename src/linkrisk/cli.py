@@ -228,20 +228,44 @@ def rate_table(results: list[dict[str, Any]], title: str) -> Table:
     return t
 
 
+def scenario_table(res: Any, top: int = 8) -> None:
+    """The attacker scenarios of an assessment: the full QI set, the user scenarios and the
+    search's ``top`` worst."""
+    if not res.scenario_search or len(res.scenarios) < 2:
+        return
+    t = Table(title=f"attacker scenarios ({res.scenario_search['scenarios_scored']} QI sets "
+                    f"scored, {res.scenario_search['seconds']:.1f} s)")
+    for c in ("scenario", "QIs", "best attack", "re-identified %"):
+        t.add_column(c, justify="right" if c.endswith("%") else "left")
+    full = [sc for sc in res.scenarios if sc.kind == "all QIs"]
+    user = [sc for sc in res.scenarios if sc.kind == "user"]
+    rest = sorted((sc for sc in res.scenarios if sc.kind not in ("all QIs", "user")),
+                  key=lambda sc: -sc.rate)[:top]
+    for sc in full + user + rest:
+        t.add_row(escape(sc.name if sc.kind != "all QIs" else "all QIs"),
+                  escape(", ".join(map(str, sc.qi)) if len(sc.qi) <= 4 else f"{len(sc.qi)} QIs"),
+                  escape(sc.attack), f"{100 * sc.rate:.2f}")
+    out.print(t)
+
+
 def say_skipped(skipped: dict[str, str]) -> None:
     for name, why in skipped.items():
         err.print(f"[yellow]not run[/] {escape(name)}: {escape(why)}", soft_wrap=True)
 
 
 # ------------------------------------------------------------------ commands
-QI_HELP = ("QI columns a,b,c (default: every common column except id-like, weight-like and "
-           "unchanged ones)")
+QI_HELP = ("QI columns a,b,c (default: every column both files share but --ids; assess also "
+           "leaves out id-like and weight-like ones)")
 IDS_HELP = ("id column(s) in both files that pair the records (default: row order, "
             "checked first)")
 KINDS_HELP = "kind overrides: col=numeric|ordinal|nominal,..."
 NOMINAL_HELP = "columns to read as nominal categories: a,b (shorthand for --kinds a=nominal)"
 ROW_ORDER_HELP = ("trust that row i of the release is the masked row i of the original "
                   "(skip the check)")
+#: --memory: the engine's default budget, resolved once for this machine
+MEMORY_DEFAULT = linkrisk.engine.budget.format_size(linkrisk.engine.budget.DEFAULT_MEMORY_BUDGET)
+MEMORY_HELP = ("engine working-memory budget, e.g. 2GiB (default: "
+               f"{linkrisk.engine.budget.describe_default()})")
 
 
 @app.command()
@@ -258,7 +282,7 @@ def attack(
     direction: Annotated[str, typer.Option(help="original->masked or masked->original")] = "original->masked",
     param: Annotated[list[str] | None, typer.Option("--param", "-p",
                                                     help="attack parameter name=value")] = None,
-    memory: Annotated[str, typer.Option(help="engine working-memory budget, e.g. 512MiB")] = "512MiB",
+    memory: Annotated[str, typer.Option(help=MEMORY_HELP)] = MEMORY_DEFAULT,
     seed: Annotated[int, typer.Option(help="seed for tie breaking of reported links (>= 0)")] = 0,
     as_json: Annotated[bool, typer.Option("--json", help="print the results as JSON on stdout "
                                                          "instead of the table")] = False,
@@ -274,11 +298,11 @@ def attack(
     settings = LinkSettings(qi=qi, ids=ids, kinds=merge_kinds(kinds, nominal),
                             direction=direction, memory_budget=memory, seed=seed,
                             backend=backend, scheduler=scheduler,
-                            assume_row_order=assume_row_order, screen_qi=True)
+                            assume_row_order=assume_row_order)
     chosen = "all" if method.strip() == "all" else resolve_methods(method)
     params = parse_params(param)
     check_output(per_record, force, what="--per-record file")
-    a, b = read_inputs(original, masked)
+    a, b = read_inputs(original, masked, text_columns=ids)
     with progress_bar() as bar:  # one bar per attack; failures are listed, then reported
         res = linkrisk.attack(a, b, chosen, settings=settings, progress_for=bar,
                               errors="collect", **params)
@@ -325,7 +349,7 @@ def assess_cmd(
         "--include-records", help="put the QI values of the most exposed records in the "
                                   "report (it then carries a confidentiality banner)")] = False,
     assume_row_order: Annotated[bool, typer.Option("--assume-row-order", help=ROW_ORDER_HELP)] = False,
-    memory: Annotated[str, typer.Option(help="engine working-memory budget, e.g. 512MiB")] = "512MiB",
+    memory: Annotated[str, typer.Option(help=MEMORY_HELP)] = MEMORY_DEFAULT,
     seed: Annotated[int, typer.Option(help="seed for tie breaking of reported links (>= 0)")] = 0,
     force: Annotated[bool, typer.Option("--force", help="overwrite the report")] = False,
     weights: Annotated[str | None, typer.Option(
@@ -334,6 +358,14 @@ def assess_cmd(
         help="household-id column of the released file (household risk)")] = None,
     suda_max_size: Annotated[int | None, typer.Option(
         help="largest minimal sample unique SUDA2 looks for (default: all keys)")] = None,
+    scenarios: Annotated[str, typer.Option(
+        "--scenarios", help="attacker scenarios searched for the worst case: all (every QI, "
+                            "every pair, greedy), greedy, none")] = "all",
+    max_scenarios: Annotated[int | None, typer.Option(
+        "--max-scenarios", help="most QI sets the scenario search scores (default 500)")] = None,
+    scenario: Annotated[list[str] | None, typer.Option(
+        "--scenario", help="what an intruder may hold, 'name=a,b,c' (repeatable): every "
+                           "attack runs on it, one row each")] = None,
     synthetic: Annotated[bool, typer.Option(
         "--synthetic", help="the release is synthetic (no record pairs with an original "
                             "one): DCR, membership inference, anonymeter's attacks")] = False,
@@ -364,12 +396,14 @@ def assess_cmd(
         return
     if holdout is not None:
         raise LinkriskError("--holdout is for synthetic releases: add --synthetic")
-    a, b = read_inputs(original, masked)
+    a, b = read_inputs(original, masked, text_columns=ids)
     with progress_bar() as bar:
         res = linkrisk.assess(a, b, attacks="all" if chosen.strip() == "all" else chosen,
                               settings=settings, rank_swap_p=rank_swap_p, progress=bar,
                               max_risk=limit, weights=weights, household=household,
-                              suda_max_size=suda_max_size, sensitive=sens)
+                              suda_max_size=suda_max_size, scenarios=scenarios,
+                              max_scenarios=max_scenarios, user_scenarios=scenario or None,
+                              sensitive=sens)
     if output is not None:
         inputs = [{"role": role, "name": str(p), "sha256": sha256(p) or _not_a_file(p)}
                   for role, p in (("original", original), ("released", masked))]
@@ -399,11 +433,15 @@ def assess_cmd(
             out.print("measures: " + ", ".join(shown))
         top = linkrisk.records_at_risk(res.records, 1)
         out.print(f"QIs used: {escape(', '.join(map(str, res.settings['qi'])))}", soft_wrap=True)
-        out.print(f"Worst case: [bold]{escape(w.method)}[/] re-identifies {pct:.2f} % of the "
+        scenario_table(res)
+        out.print(f"Worst case: {escape(res.worst_attacker)}, [bold]{escape(w.method)}[/] "
+                  f"re-identifies {pct:.2f} % of the "
                   f"records ({w.correct_links:,.2f} of {w.n:,}); "
                   f"{int((res.records['max_risk'] >= 1).sum()):,} records are linked with "
                   "certainty" + (f"; most exposed: record {top.index[0]}" if len(top) else "")
                   + f". Truth: {escape(res.settings['truth'])}.", soft_wrap=True)
+        for line in res.verdict_notes:
+            out.print(f"[bold]{escape(line[0].upper() + line[1:])}.[/]", soft_wrap=True)
         if res.frequency is not None:
             f = res.frequency.summary
             out.print(f"Population register ({len(res.frequency.keys)} categorical keys): "
@@ -420,11 +458,12 @@ def assess_cmd(
         out.print(escape(attribute_text(res.attribute)), soft_wrap=True, highlight=False)
     say_skipped(res.skipped)
     if limit is not None:
+        tail = "".join(f"; {escape(t)}" for t in res.verdict_notes)
         if res.exceeds:
             err.print(f"[bold red]above the limit:[/] worst case {pct:.2f} % > --max-risk "
-                      f"{limit:g} %", soft_wrap=True)
+                      f"{limit:g} %{tail}", soft_wrap=True)
             raise typer.Exit(3)
-        err.print(f"within the limit: worst case {pct:.2f} % ≤ --max-risk {limit:g} %",
+        err.print(f"within the limit: worst case {pct:.2f} % ≤ --max-risk {limit:g} %{tail}",
                   soft_wrap=True)
 
 
@@ -652,7 +691,11 @@ def mask_cmd(
                                         ".xpt; - for CSV on stdout)")],
     param: Annotated[list[str] | None, typer.Option("--param", "-p",
                                                     help="method parameter name=value")] = None,
-    columns: Annotated[str | None, typer.Option(help="columns to mask (default: all numeric)")] = None,
+    columns: Annotated[str | None, typer.Option(help="columns to mask (default: all numeric "
+                                                     "but id columns)")] = None,
+    ids: Annotated[str | None, typer.Option(help="id column(s) a,b: never masked unless named "
+                                                 "in --columns (id-like columns, unique per "
+                                                 "record, are left unmasked too)")] = None,
     seed: Annotated[int | None, typer.Option(help="random seed (>= 0; default: a fresh one, "
                                                   "printed)")] = None,
     force: Annotated[bool, typer.Option("--force", help="overwrite OUTPUT")] = False,
@@ -667,7 +710,8 @@ def mask_cmd(
     check_output(output, force, table=True, what="release")
     (df,) = read_inputs(input)
     with compile_notice():
-        res = linkrisk.mask(df, method, columns=parse_columns(columns), seed=seed, **params)
+        res = linkrisk.mask(df, method, columns=parse_columns(columns), seed=seed, ids=ids,
+                            **params)
     same = [c for c in res.columns if c in df.columns and _same(df[c], res[c])]
     if len(same) == res.shape[1]:
         warnings.warn(f"the release equals the input on every column ({len(res):,} record"

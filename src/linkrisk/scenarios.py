@@ -256,7 +256,10 @@ class _Search:
         if self.left <= 0:
             raise _Budget
         self.left -= 1
-        sc = Scenario(scenario_name(cols), cols, kind)
+        out = [c for c in self.ctx.qi if c not in key]
+        name = (scenario_name(cols) if len(cols) <= 3 else
+                f"all but {out[0]}" if len(out) == 1 else f"{kind} {len(cols)} QIs")
+        sc = Scenario(name, cols, kind)
         self.sets[key] = sc
         return self.run(sc, self.fast, keep_records)
 

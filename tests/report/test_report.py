@@ -33,11 +33,11 @@ def _svgs(html):
 
 
 def test_sections_and_inline_svg_charts(report):
-    for section in ("verdict", "threat", "attacks", "utility", "records", "exposed", "inputs",
-                    "settings"):
+    for section in ("verdict", "threat", "attacks", "scenarios", "utility", "records",
+                    "exposed", "inputs", "settings"):
         assert f'id="{section}"' in report
-    charts = _svgs(report)  # well-formed XML
-    assert len(charts) == 2 and "<img" not in report
+    charts = _svgs(report)  # well-formed XML: attacks, drivers (QI alone), per-record risk
+    assert len(charts) == 3 and "<img" not in report
     assert "Worst case" in report and "rbrl_max" in report
 
 

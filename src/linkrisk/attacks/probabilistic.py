@@ -59,7 +59,11 @@ engine's
 ``mixed`` metric scores pairs with per-attribute tables of −w_j (exact ties), and with
 tolerances a compiled pair kernel does. ``one_to_one=True`` links by a one-to-one
 assignment maximising the total weight (dense n×n' cost matrix, bounded by the memory
-budget); a record then counts as re-identified when it is assigned its true image.
+budget); a record then counts as re-identified when it is assigned its true image. The
+assignment's costs are the weights rounded to a grid (:func:`grid_scores`: a power of two
+2^-30 of the weights' range), so that weights equal in exact arithmetic are equal, a weight
+moved by a few ulps (numpy's log/exp and BLAS give other last bits on AVX2 and AVX-512)
+gives the same matrix, and the seeded order alone picks among the optimal assignments.
 """
 
 from __future__ import annotations
@@ -1045,6 +1049,28 @@ def pattern_table(values_agree: np.ndarray, values_disagree: np.ndarray) -> np.n
     return v
 
 
+#: the one-to-one assignment's grid: 2^-GRID_BITS of the weights' range (power of two)
+GRID_BITS = 30
+
+
+def grid_scores(wa: np.ndarray, wd: np.ndarray) -> np.ndarray:
+    """The pattern scores −w on a grid, for the one-to-one assignment: each −w_j rounded to
+    a multiple of h = 2^(e − GRID_BITS), R = Σ_j max(|w_agree_j|, |w_disagree_j|) ∈
+    [2^(e−1), 2^e) bounding |w|. Every sum of grid values is exact (at most 2^GRID_BITS
+    steps per pattern), so the table does not depend on the order of the sums, weights
+    equal in exact arithmetic stay equal, and weights moved by a few ulps (another CPU's
+    log, exp and matrix products in EM) round to the same values except when one lies
+    within those ulps of a rounding boundary (probability ~ ulps·2^GRID_BITS/2^52): the
+    cost matrix, and with it the seeded assignment, is the same on every CPU. Scores
+    closer than h are treated as equal (h ≤ 2^-29 relative to R, the order of the 10⁻⁹
+    tie tolerance of the other paths)."""
+    r = float(np.maximum(np.abs(wa), np.abs(wd)).sum())
+    if not np.isfinite(r) or r == 0.0:
+        return pattern_table(-wa, -wd)
+    h = np.ldexp(1.0, int(np.frexp(r)[1]) - GRID_BITS)
+    return pattern_table(np.round(-wa / h) * h, np.round(-wd / h) * h)
+
+
 def pattern_probs(prob: np.ndarray) -> np.ndarray:
     """P(γ = S) = Π_j prob_j^γ_j (1−prob_j)^(1−γ_j) for all 2^m patterns."""
     v = np.ones(1)
@@ -1223,8 +1249,12 @@ def pair_sets(ctx: LinkContext, cmp: Comparison, score: np.ndarray) -> NearestSe
                        out_link)
 
 
-def assignment_sets(ctx: LinkContext, cmp: Comparison, score: np.ndarray) -> NearestSets:
-    """One-to-one links: a minimum-cost assignment on the dense matrix of −w. Records are
+def assignment_sets(ctx: LinkContext, cmp: Comparison, score: np.ndarray,
+                    grid: np.ndarray | None = None) -> NearestSets:
+    """One-to-one links: a minimum-cost assignment on the dense matrix of −w, with the
+    pattern costs ``grid`` (:func:`grid_scores`; ``score`` itself when None); the reported
+    scores are ``score``'s. The solver is deterministic and exact ties in ``grid`` make the
+    seeded order decide among the optimal assignments, whatever the CPU. Records are
     put in a seeded random order first (the attack's seed), as gdbrl's are: many pairs
     share a weight, and a solver given the files in row order can favour the identity
     among the tied optima (scipy's did: Household after PRAM, 346 correct links against
@@ -1243,18 +1273,21 @@ def assignment_sets(ctx: LinkContext, cmp: Comparison, score: np.ndarray) -> Nea
     pa, pb = rng.permutation(n_a), rng.permutation(n_b)
     ca, cb_ = cmp.a[pa], cmp.b[pb]
     tol = np.where(cmp.tol > 0, cmp.tol, 0.0)
+    table = score if grid is None else grid
     cost = np.empty((n_a, n_b))
     step = max(1, (1 << 22) // max(n_b * m, 1))
     for r0 in range(0, n_a, step):
         d = np.abs(ca[r0:r0 + step, None, :] - cb_[None, :, :]) <= tol
-        cost[r0:r0 + step] = score[(d.astype(np.int64) << np.arange(m)).sum(-1)]
+        cost[r0:r0 + step] = table[(d.astype(np.int64) << np.arange(m)).sum(-1)]
     plink = dense_assignment(cost)
+    del cost
     ok_p = plink >= 0
     link = np.full(n_a, -1, np.int64)
     link[pa[ok_p]] = pb[plink[ok_p]]
     mn = np.full(n_a, np.inf)
-    mn[pa[ok_p]] = cost[np.flatnonzero(ok_p), plink[ok_p]]
-    del cost
+    linked = np.flatnonzero(link >= 0)
+    agree = np.abs(cmp.a[linked] - cmp.b[link[linked]]) <= tol
+    mn[linked] = score[(agree.astype(np.int64) << np.arange(m)).sum(axis=1)]
     ts = np.full(n_a, np.inf)
     ok = ctx.truth >= 0
     if ok.any():
@@ -1318,7 +1351,7 @@ def run_prl(ctx: LinkContext, q: int = 10, tol: Any = None, max_fp: float = 0.01
     th = fs_thresholds(w, pattern_probs(fit.m), pattern_probs(fit.u), max_fp, max_fn)
     if one_to_one:
         chosen = "assignment"
-        sets = assignment_sets(ctx, cmp, score)
+        sets = assignment_sets(ctx, cmp, score, grid_scores(wa, wd))
     else:
         chosen = _path(cmp, wa, wd, score) if path == "auto" else path
         if chosen == "groups":
