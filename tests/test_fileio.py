@@ -14,6 +14,7 @@ import sys
 import textwrap
 import warnings
 import zipfile
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -483,3 +484,230 @@ def test_categorical_file_roundtrip(data_dir, suffix, tmp_path):
         res = linkrisk.attack(x, y, method="dbrl_hamming", kinds=kinds)
         assert res.rate == ref.rate
         np.testing.assert_array_equal(res.per_record.to_numpy(), ref.per_record.to_numpy())
+
+
+# ------------------------------------------- issue #38: values, labels, dates, races, files
+
+def test_row_order_check_compares_codes_by_value():
+    """Codes written 2 in the original and 2.0 (or "2") in the release are one category:
+    a shuffled release is refused, the release in order passes."""
+    from linkrisk.truth import row_order_check
+
+    rng = np.random.default_rng(3)
+    n = 2000
+    a = pd.DataFrame({"h": rng.integers(1, 15, n), "g": rng.integers(1, 15, n)})
+    b = a.copy()
+    flip = rng.random(n) < 0.1
+    b.loc[flip, "h"] = rng.integers(1, 15, int(flip.sum()))
+    b = pd.DataFrame({"h": b["h"].astype(float), "g": b["g"].map(lambda v: f" {v}.0")})
+    kinds = {"h": "nominal", "g": "nominal"}
+    assert row_order_check(a, b, ["h", "g"], kinds).checked
+    shuffled = b.sample(frac=1.0, random_state=1).reset_index(drop=True)
+    with pytest.raises(LinkriskError, match="reordered"):
+        row_order_check(a, shuffled, ["h", "g"], kinds)
+
+
+def test_ids_are_labels(tmp_path):
+    """--ids columns are read as text: '001' and '0001' are two ids, 'S0000' among
+    '00001' is an id, not a number with text; ids spelled as other numbers are refused."""
+    from linkrisk.data import truth_from_ids
+
+    ids = ["001", "0001", "S0000", "00002", " 7"] + [f"{i:05d}" for i in range(10, 40)]
+    x = np.arange(len(ids), dtype=float) ** 1.5
+    pd.DataFrame({"id": ids, "x": x}).to_csv(tmp_path / "a.csv", index=False)
+    pd.DataFrame({"id": ids[::-1], "x": x[::-1] + 0.1}).to_csv(tmp_path / "b.csv",
+                                                               index=False)
+    a, b = read_inputs(tmp_path / "a.csv", tmp_path / "b.csv", text_columns="id")
+    assert list(a["id"][:5]) == ["001", "0001", "S0000", "00002", "7"]
+    truth = truth_from_ids(a, b, "id")
+    assert list(truth) == list(range(len(ids) - 1, -1, -1))
+    # without --ids the column is kept as text (labels with leading zeros), not refused
+    assert read_table(tmp_path / "a.csv")["id"].iloc[3] == "00002"
+    # the same numbers written differently: one line that says so
+    pd.DataFrame({"id": [str(int(v)) for v in ids[3:]], "x": x[3:]}).to_csv(
+        tmp_path / "c.csv", index=False)
+    a, c = read_inputs(tmp_path / "a.csv", tmp_path / "c.csv", text_columns=["id"])
+    a = a[a["id"].str.isdigit()].reset_index(drop=True)
+    with pytest.raises(LinkriskError, match=r"written differently.*'000(\d+)'.*'\1'.*3 %.*100 % as numbers"):
+        truth_from_ids(a.iloc[3:], c, "id")
+    # numbers of a numeric dtype: 1 and 1.0 are one id
+    t = truth_from_ids(pd.DataFrame({"id": [1, 2, 3]}), pd.DataFrame({"id": [3.0, 1.0, 2.0]}),
+                       "id")
+    assert list(t) == [1, 2, 0]
+
+
+def test_ids_given_to_the_cli_are_read_as_text(tmp_path, monkeypatch, capsys):
+    rng = np.random.default_rng(0)
+    n = 60
+    ids = [f"{i:04d}" for i in range(n - 1)] + ["00000"]  # '0000' and '00000' differ
+    x = rng.normal(size=(n, 2))
+    pd.DataFrame({"rid": ids, "a": x[:, 0], "b": x[:, 1]}).to_csv(tmp_path / "o.csv",
+                                                                  index=False)
+    order = rng.permutation(n)
+    pd.DataFrame({"rid": np.array(ids)[order], "a": x[order, 0] + 0.01,
+                  "b": x[order, 1]}).to_csv(tmp_path / "m.csv", index=False)
+    code, out, err = run_main(["attack", tmp_path / "o.csv", tmp_path / "m.csv", "--ids",
+                               "rid", "--json"], monkeypatch, capsys)
+    assert code == 0, err
+    assert json.loads(out)[0]["correct_links"] > 0.9 * n
+
+
+def _dates_pair(tmp_path, n=400):
+    rng = np.random.default_rng(5)
+    dob = pd.Timestamp("1950-01-01") + pd.to_timedelta(rng.integers(0, 20000, n), unit="D")
+    shift = pd.to_timedelta(rng.integers(-30, 31, n), unit="D")
+    w = rng.normal(70, 10, n)
+    pd.DataFrame({"dob": dob.strftime("%Y-%m-%d"), "w": w}).to_csv(tmp_path / "o.csv",
+                                                                   index=False)
+    pd.DataFrame({"dob": (dob + shift).strftime("%d/%m/%Y"), "w": w + rng.normal(0, 1, n)}
+                 ).to_csv(tmp_path / "m.csv", index=False)
+    days = ((dob - pd.Timestamp("1970-01-01")) / pd.Timedelta(days=1)).to_numpy()
+    return days
+
+
+def test_dates_are_numbers(tmp_path):
+    from linkrisk.data import attribute_kinds, numeric_matrix
+
+    days = _dates_pair(tmp_path)
+    with pytest.warns(FileFormatWarning, match="'dob'.*as dates"):
+        a = read_table(tmp_path / "o.csv")
+    with pytest.warns(FileFormatWarning, match="as dates"):
+        b = read_table(tmp_path / "m.csv")
+    assert a["dob"].dtype == np.float64 and np.array_equal(a["dob"].to_numpy(), days)
+    assert np.abs(b["dob"].to_numpy() - days).max() <= 30
+    assert attribute_kinds(a, ["dob"], {"dob": "numeric"}) == {"dob": "numeric"}
+    # the same as day numbers: the same attack result
+    numbers = a.assign(dob=days), b
+    ref = linkrisk.attack(*numbers, method="dbrl", assume_row_order=True)
+    res = linkrisk.attack(a, b, method="dbrl", assume_row_order=True)
+    assert res.rate == ref.rate > 0.2
+    # dates held as text or datetime64 (Python API) are numeric too, as days
+    text = pd.Series(["1970-01-02", "1970-01-03 12:00"])
+    assert infer_kind(text) == "numeric"
+    assert numeric_matrix(pd.DataFrame({"d": text}), ["d"])[:, 0].tolist() == [1.0, 2.5]
+    assert infer_kind(pd.Series(pd.to_datetime(["2000-01-01"]))) == "numeric"
+    # written back as dates
+    write_table(a, tmp_path / "back.csv")
+    assert (tmp_path / "back.csv").read_text().splitlines()[1].split(",")[0] == \
+        pd.read_csv(tmp_path / "o.csv")["dob"][0]
+
+
+def test_dates_from_binary_formats_and_ambiguous_text(tmp_path):
+    df = pd.DataFrame({"t": pd.to_datetime(["1970-01-02 06:00", "1980-03-14 10:00"]),
+                       "x": [1.0, 2.0]})
+    df.to_parquet(tmp_path / "d.parquet")
+    with pytest.warns(FileFormatWarning, match="'t'.*as dates"):
+        r = read_table(tmp_path / "d.parquet")
+    assert r["t"].tolist()[0] == 1.25
+    (tmp_path / "amb.csv").write_text("d,x\n03/04/1980,1\n01/02/1970,2\n")
+    with pytest.raises(LinkriskError, match="day/month or month/day.*YYYY-MM-DD"):
+        read_table(tmp_path / "amb.csv")
+
+
+def test_two_writers_of_one_output_never_both_win(tmp_path):
+    import threading
+
+    from linkrisk.fileio import atomic_path
+
+    dest = tmp_path / "same.csv"
+    barrier = threading.Barrier(2)
+    outcome = {}
+
+    def writer(k):
+        try:
+            with atomic_path(dest) as tmp:
+                tmp.write_text(f"release {k}\n")
+                barrier.wait(timeout=10)  # both checked that dest is free, both wrote
+            outcome[k] = "wrote"
+        except LinkriskError as exc:
+            outcome[k] = str(exc)
+
+    threads = [threading.Thread(target=writer, args=(k,)) for k in (1, 2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(outcome.values())[1] == "wrote"
+    assert "exists; pass --force" in sorted(outcome.values())[0]
+    winner = next(k for k, v in outcome.items() if v == "wrote")
+    assert dest.read_text() == f"release {winner}\n"
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["same.csv"]
+
+
+def test_mask_loses_the_race_with_exit_2(pair, tmp_path, monkeypatch, capsys):
+    from linkrisk import fileio
+
+    pair[0].to_csv(tmp_path / "in.csv", index=False)
+    out = tmp_path / "same.csv"
+    plain = fileio._WRITERS["csv"]
+
+    def racing(df, tmp, **kw):  # another mask writes the same name meanwhile
+        plain(df, tmp, **kw)
+        out.write_text("the other release\n")
+
+    monkeypatch.setitem(fileio._WRITERS, "csv", racing)
+    code, _, err = run_main(["mask", tmp_path / "in.csv", "-m", "noise", "-p", "a=0.1",
+                             "--seed", "1", "-o", out], monkeypatch, capsys)
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and "exists; pass --force" in lines[0], err
+    assert out.read_text() == "the other release\n"
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["in.csv", "same.csv"]
+
+
+@pytest.mark.parametrize("suffix", [".xpt", ".xpt80", ".dta", ".sav", ".zsav", ".parquet",
+                                    ".csv.gz", ".csv.bz2", ".csv.xz", ".csv.zip", ".csv"])
+def test_truncated_files_are_refused(pair, suffix, tmp_path, monkeypatch, capsys):
+    real = ".xpt" if suffix == ".xpt80" else suffix
+    df = pair[0].head(200).assign(s=lambda d: np.where(d.index % 2, "a", "bb"))
+    full = tmp_path / f"full{real}"
+    write_table(df, full)
+    data = full.read_bytes()
+    cut = len(data) // 2
+    if suffix == ".xpt80":  # at a record boundary: only the partial observation shows it
+        cut = cut // 80 * 80
+    elif suffix == ".csv":  # inside a record
+        cut = data.rfind(b",", 0, cut) + 1
+    p = tmp_path / f"cut{real}"
+    p.write_bytes(data[:cut])
+    code, out, err = run_main(["attack", p, "census"], monkeypatch, capsys)
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and lines[0].startswith("error: "), err
+    assert "truncated" in lines[0].replace(str(tmp_path), ""), lines[0]
+
+
+def test_memory_error_while_reading_names_the_file(pair, tmp_path, monkeypatch, capsys):
+    from linkrisk import fileio
+
+    p = tmp_path / "big.csv.gz"
+    write_table(pair[0], p)
+
+    def no_memory(*a, **k):
+        raise MemoryError
+
+    monkeypatch.setattr(fileio, "_read_csv", no_memory)
+    code, _, err = run_main(["attack", p, "census"], monkeypatch, capsys)
+    assert code == 2 and "too large for this machine's memory" in err, err
+    assert "compressed" in err and "Parquet" in err and "--memory" not in err
+
+
+def test_cache_and_study_in_a_read_only_directory(tmp_path, monkeypatch, capsys):
+    from linkrisk import fileio
+    from linkrisk.experiments.choose import cache_folder
+
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    monkeypatch.chdir(ro)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    real = fileio.writable_dir
+    monkeypatch.setattr(fileio, "writable_dir",  # tests run as root: chmod would not do
+                        lambda p: ro not in [Path(p).absolute(), *Path(p).absolute().parents]
+                        and real(p))
+    with pytest.warns(linkrisk.LinkriskWarning, match="not writable.*xdg"):
+        assert cache_folder(Path(".linkrisk-cache")) == tmp_path / "xdg" / "linkrisk"
+    with pytest.raises(LinkriskError, match="cannot use cache folder.*--cache"):
+        cache_folder(ro / "mine")
+    assert not (ro / ".linkrisk-cache").exists()
+    code, _, err = run_main(["study", "synthetic", "--quick"], monkeypatch, capsys)
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and "not writable" in lines[0], err
+    assert "--output" in lines[0] and list(ro.iterdir()) == []

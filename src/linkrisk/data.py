@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from .dates import date_days
 from .errors import LinkriskError
 
 KINDS = ("numeric", "ordinal", "nominal")
@@ -176,7 +177,8 @@ def is_number(s: pd.Series) -> bool:
     Returns
     -------
     bool
-        True exactly when :func:`infer_kind` returns ``"numeric"``.
+        True when :func:`infer_kind` returns ``"numeric"``, except for dates (which it
+        also reads as numeric: :func:`numeric_matrix` converts them to days).
     """
     return bool(pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s))
 
@@ -194,11 +196,15 @@ def infer_kind(s: pd.Series) -> str:
     -------
     str
         ``ordinal`` for ordered Categoricals, ``nominal`` for other non-numeric columns,
-        ``numeric`` for numbers (booleans count as nominal).
+        ``numeric`` for numbers and for dates and datetimes (:func:`linkrisk.dates.date_days`:
+        a datetime dtype, date objects or ISO/unambiguous text dates, compared as days since
+        1970-01-01); booleans count as nominal.
     """
     if isinstance(s.dtype, pd.CategoricalDtype):
         return "ordinal" if s.dtype.ordered else "nominal"
-    return "numeric" if is_number(s) else "nominal"
+    if is_number(s):
+        return "numeric"
+    return "numeric" if date_days(s) is not None else "nominal"
 
 
 def coded(s: pd.Series) -> bool:
@@ -391,7 +397,10 @@ def numeric_matrix(df: pd.DataFrame, cols: Sequence[str], *, what: str = "file",
     out = np.empty((len(df), len(cols)), dtype=np.float64)
     for j, c in enumerate(cols):
         s = df[c]
-        if not is_number(s):  # only on the linking path: masking refused it above
+        days = None if is_number(s) else date_days(s)
+        if days is not None:  # dates: days since 1970-01-01, as in files read by fileio
+            s = pd.Series(days[0], index=s.index)
+        elif not is_number(s):  # only on the linking path: masking refused it above
             conv = pd.to_numeric(s, errors="coerce")
             bad_rows = conv.isna() & s.notna()
             if bad_rows.any():
@@ -436,9 +445,72 @@ def truth_from_ids(
         missing = [c for c in id_cols if c not in df.columns]
         if missing:
             raise LinkriskError(f"id column(s) {missing} not in the {name} file")
-    ka = pd.MultiIndex.from_frame(a[id_cols]) if len(id_cols) > 1 else pd.Index(a[id_cols[0]])
-    kb = pd.MultiIndex.from_frame(b[id_cols]) if len(id_cols) > 1 else pd.Index(b[id_cols[0]])
+    la = [id_labels(a[c]) for c in id_cols]
+    lb = [id_labels(b[c]) for c in id_cols]
+    ka, kb = _id_index(la), _id_index(lb)
     for name, k in (("original", ka), ("masked", kb)):
         if k.has_duplicates:
-            raise LinkriskError(f"id values repeat in the {name} file; ids must identify records")
-    return kb.get_indexer(ka).astype(np.int64)
+            ex = k[k.duplicated()][0]
+            raise LinkriskError(f"id values repeat in the {name} file ({ex!r} occurs more than "
+                                "once); ids must identify records")
+    truth = kb.get_indexer(ka).astype(np.int64)
+    _check_id_spelling(id_cols, la, lb, float(np.mean(truth >= 0)))
+    return truth
+
+
+def _id_label(v: object) -> object:
+    if v is None or (isinstance(v, float) and np.isnan(v)) or v is pd.NA or v is pd.NaT:
+        return None
+    if isinstance(v, (bool, np.bool_)):
+        return str(bool(v))
+    if isinstance(v, (int, np.integer)):
+        return str(int(v))
+    if isinstance(v, (float, np.floating)):
+        f = float(v)
+        return str(int(f)) if f.is_integer() else repr(f)
+    return str(v).strip()
+
+
+def id_labels(s: pd.Series) -> pd.Series:
+    """An id column as labels (text): ids are names, not quantities, so ``001`` and
+    ``0001`` are two ids; text is stripped of surrounding blanks, numbers (from a numeric
+    dtype) are written without a trailing ``.0`` (``1`` and ``1.0`` are one value);
+    missing stays missing (None)."""
+    if pd.api.types.is_integer_dtype(s) and not isinstance(s.dtype, pd.CategoricalDtype) \
+            and not s.isna().any():
+        return s.astype(np.int64).astype(str).astype(object)
+    return pd.Series([_id_label(v) for v in s.astype(object)], index=s.index, dtype=object)
+
+
+def _id_index(labels: list[pd.Series]) -> pd.Index:
+    if len(labels) == 1:
+        return pd.Index(labels[0].to_numpy(), dtype=object)
+    return pd.MultiIndex.from_arrays([v.to_numpy() for v in labels])
+
+
+def _check_id_spelling(id_cols: list[str], la: list[pd.Series], lb: list[pd.Series],
+                       rate: float) -> None:
+    """Refuse ids written differently in the two files (``1`` and ``1.0``, ``001`` and
+    ``1``): few ids match as text but most match as numbers."""
+    if rate >= 0.5:
+        return
+    na = [pd.to_numeric(v, errors="coerce") for v in la]
+    nb = [pd.to_numeric(v, errors="coerce") for v in lb]
+    if any((n.isna() & v.notna()).any() for n, v in zip(na + nb, la + lb, strict=True)):
+        return  # some id is not a number: text is the only reading
+    ka, kb = _id_index(na), _id_index(nb)
+    hit = ka.isin(kb)
+    num_rate = float(np.mean(hit))
+    if num_rate < 0.5 or num_rate < rate + 0.25:
+        return
+    i = int(np.flatnonzero(hit & ~_id_index(la).isin(_id_index(lb)))[0])
+    j = int(kb.get_indexer(ka[i:i + 1])[0]) if not kb.has_duplicates else \
+        int(np.flatnonzero(kb == ka[i])[0])
+    ex_a = tuple(v.iloc[i] for v in la) if len(la) > 1 else la[0].iloc[i]
+    ex_b = tuple(v.iloc[j] for v in lb) if len(lb) > 1 else lb[0].iloc[j]
+    raise LinkriskError(
+        f"id column{'s' if len(id_cols) > 1 else ''} {', '.join(map(repr, id_cols))} "
+        f"{'are' if len(id_cols) > 1 else 'is'} written differently in the two files "
+        f"({ex_a!r} in the original, {ex_b!r} in the masked file): {100 * rate:.0f} % of the "
+        f"original ids occur in the masked file as written, {100 * num_rate:.0f} % as "
+        "numbers; ids are compared as text, so write them the same way in both files")

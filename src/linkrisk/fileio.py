@@ -61,9 +61,11 @@ import lzma
 import os
 import re
 import sys
+import threading
 import warnings
 import zipfile
-from collections.abc import Callable, Iterator
+import zlib
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -72,7 +74,10 @@ import numpy as np
 import pandas as pd
 
 from .data import is_number
+from .dates import date_days, days_to_datetimes, is_dates
 from .errors import LinkriskError
+
+zlib_error = zlib.error
 
 META_KEY = "linkrisk_meta"
 DELIMITERS = (",", ";", "\t", "|")
@@ -101,8 +106,8 @@ def input_label(spec: str | os.PathLike) -> str:
     return "stdin" if s == "-" else Path(s).name
 
 
-def read_input(spec: str | os.PathLike, data_dir: str | os.PathLike | None = None
-               ) -> pd.DataFrame:
+def read_input(spec: str | os.PathLike, data_dir: str | os.PathLike | None = None, *,
+               text_columns: Sequence[str] | None = None) -> pd.DataFrame:
     """Read one input given on the command line.
 
     Parameters
@@ -115,6 +120,9 @@ def read_input(spec: str | os.PathLike, data_dir: str | os.PathLike | None = Non
     data_dir : str or os.PathLike, optional
         The folder that overrides the packaged reference files
         (:func:`linkrisk.datasets.resolve_data_dir`).
+    text_columns : sequence of str, optional
+        Columns that are labels, read as text exactly as written (the ``--ids`` columns:
+        ``001`` and ``0001`` are two ids, not the number 1 twice).
 
     Returns
     -------
@@ -125,34 +133,58 @@ def read_input(spec: str | os.PathLike, data_dir: str | os.PathLike | None = Non
 
     s = str(spec)
     if s == "-":
-        return read_stdin()
+        return read_stdin(text_columns=text_columns)
     p = Path(s)
     if p.exists():
-        return read_table(p)
+        return read_table(p, text_columns=text_columns)
     if s.lower() in datasets.REFERENCE:
         return datasets.load(s.lower(), data_dir)
     raise LinkriskError(f"file not found: {s} (the built-in datasets are "
                         f"{', '.join(datasets.REFERENCE)})")
 
 
-def read_inputs(*specs: str | os.PathLike, data_dir: str | os.PathLike | None = None
-                ) -> list[pd.DataFrame]:
-    """:func:`read_input` for each spec; at most one of them may be ``-`` (stdin)."""
+def read_inputs(*specs: str | os.PathLike, data_dir: str | os.PathLike | None = None,
+                text_columns: Sequence[str] | str | None = None) -> list[pd.DataFrame]:
+    """:func:`read_input` for each spec; at most one of them may be ``-`` (stdin).
+    ``text_columns`` (a list or ``"a,b"``, e.g. the ``--ids``): read as text."""
     if sum(str(s) == "-" for s in specs) > 1:
         raise LinkriskError("only one input can be read from stdin ('-')")
-    return [read_input(s, data_dir) for s in specs]
+    cols = _text_columns(text_columns)
+    return [read_input(s, data_dir, text_columns=cols) for s in specs]
 
 
-def read_stdin() -> pd.DataFrame:
+def _text_columns(spec: Sequence[str] | str | None) -> list[str]:
+    if spec is None:
+        return []
+    if isinstance(spec, str):
+        return [c.strip() for c in spec.split(",") if c.strip()]
+    return [str(c) for c in spec]
+
+
+def read_stdin(*, text_columns: Sequence[str] | None = None) -> pd.DataFrame:
     """CSV (any supported delimiter, optionally compressed) from standard input."""
-    data = sys.stdin.buffer.read()
-    return _read_csv(data, "stdin")
+    try:
+        data = sys.stdin.buffer.read()
+        return _read_csv(data, "stdin", _text_columns(text_columns))
+    except MemoryError:
+        raise LinkriskError(_too_large("the data on stdin", None)) from None
 
 
-def read_table(path: str | os.PathLike) -> pd.DataFrame:
+def _too_large(name: str, size: int | None, compressed: bool = False) -> str:
+    what = "" if size is None else (f" ({size / 2**30:.1f} GiB{' compressed' if compressed else ''})"
+                                    if size >= 2**30 else f" ({size / 2**20:.0f} MiB"
+                                    f"{' compressed' if compressed else ''})")
+    return (f"{name}{what} is too large for this machine's memory; read it on a machine "
+            "with more memory, convert it to Parquet (typed columns take less memory than "
+            "CSV text), or work on a sample of its records")
+
+
+def read_table(path: str | os.PathLike, *, text_columns: Sequence[str] | None = None
+               ) -> pd.DataFrame:
     """Read a microdata file by its suffix: Parquet, Stata, SPSS, SAS (``.sas7bdat``,
-    ``.xpt``); anything else is read as CSV. See the module docstring for what is parsed,
-    refused and kept."""
+    ``.xpt``); anything else is read as CSV. ``text_columns``: labels read as text
+    (CSV only; other formats keep their types). See the module docstring for what is
+    parsed, refused and kept."""
     p = Path(path)
     if not p.exists():
         raise LinkriskError(f"file not found: {p}")
@@ -163,25 +195,53 @@ def read_table(path: str | os.PathLike) -> pd.DataFrame:
         if p.stat().st_size == 0:
             raise LinkriskError(f"{p} is empty: it has no header and no rows")
         if fmt == "csv":
-            df = _read_csv(p, str(p))
+            df = _read_csv(p, str(p), _text_columns(text_columns))
         elif fmt == "parquet":
             df = _read_parquet(p)
         else:
             df = _read_readstat(p, fmt)
+        if fmt != "csv":
+            _dates_to_days(df, str(p))
     except LinkriskError:
         raise
-    except (MemoryError, KeyboardInterrupt):
+    except KeyboardInterrupt:
         raise
+    except MemoryError:
+        size = p.stat().st_size
+        with open(p, "rb") as f:
+            compressed = fmt == "csv" and _compression_of(f.read(16)) is not None
+        raise LinkriskError(_too_large(str(p), size, compressed)) from None
     except UnicodeDecodeError as exc:
         raise LinkriskError(_encoding_message(str(p), exc)) from exc
     except Exception as exc:  # parser errors: say which file, in one line
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        if _truncation(exc, first):
+            raise LinkriskError(f"cannot read {p} as {_FORMAT_NAMES[fmt]}: the file is "
+                                f"truncated or corrupt ({first}); copy or export it again"
+                                ) from exc
         raise LinkriskError(f"cannot read {p} as {_FORMAT_NAMES[fmt]}: {first}") from exc
     if df.shape[1] == 0:
         raise LinkriskError(f"{p} has no columns")
     if len(df) == 0:
         raise LinkriskError(f"{p} has a header but no rows")
     return df
+
+
+#: what readers say about a file that ends early or whose bytes are damaged
+_TRUNCATED = re.compile(r"ended before|end-of-stream|unexpected end|unable to read from file|"
+                        r"expected number of rows|magic bytes|not a zip file|bad crc|"
+                        r"invalid (data|block|header|stored block)|corrupt|truncated|"
+                        r"eof inside string|unexpected eof", re.IGNORECASE)
+
+
+def _truncation(exc: BaseException, first: str) -> bool:
+    return isinstance(exc, (EOFError, zipfile.BadZipFile, zlib_error, lzma.LZMAError)) or \
+        _TRUNCATED.search(first) is not None
+
+
+def _truncated(name: str, fmt: str, why: str) -> LinkriskError:
+    return LinkriskError(f"{name} is truncated or corrupt: {why}; the {_FORMAT_NAMES[fmt]} "
+                         "file ends before its data do (copy or export it again)")
 
 
 _FORMAT_NAMES = {"csv": "CSV", "parquet": "Parquet", "stata": "Stata", "spss": "SPSS",
@@ -279,7 +339,7 @@ def _sniff(text: str, truncated: bool) -> str:
     return widest  # ragged rows: pandas names the first bad line
 
 
-def _read_csv(src: Path | bytes, name: str) -> pd.DataFrame:
+def _read_csv(src: Path | bytes, name: str, text_cols: Sequence[str] = ()) -> pd.DataFrame:
     if isinstance(src, bytes):
         head0 = src[:16]
     else:
@@ -317,8 +377,12 @@ def _read_csv(src: Path | bytes, name: str) -> pd.DataFrame:
     header = [h.strip() for h in header]  # "a, b": the column is "b"
     _check_header(header, name)
 
+    labels = [h for h in header if h in set(text_cols)]
+
     def read(**kw: Any) -> pd.DataFrame:
         source: Any = io.BytesIO(src) if isinstance(src, bytes) else src
+        if labels and "dtype" not in kw:  # ids are labels: '001' is not the number 1
+            kw["dtype"] = {h: str for h in labels}
         return pd.read_csv(source, sep=delim, encoding=encoding, compression=comp, **kw)
 
     try:
@@ -340,9 +404,61 @@ def _read_csv(src: Path | bytes, name: str) -> pd.DataFrame:
         df.columns = header
     else:
         header = [str(c) for c in df.columns]
+    if comp is None and not isinstance(src, bytes) and encoding != "utf-16":
+        _check_csv_end(src, df, header, name, delim)
+    for h in labels:
+        j = header.index(h)
+        df.isetitem(j, df.iloc[:, j].str.strip())
     df = _convert_numbers(df, header, name, delim,
-                          lambda cols: read(dtype=str, usecols=cols))
-    return _drop_index_columns(df, header, name)
+                          lambda cols: read(dtype=str, usecols=cols), skip=set(labels))
+    df = _drop_index_columns(df, header, name)
+    _dates_to_days(df, name, skip=set(labels))
+    return df
+
+
+def _check_csv_end(p: Path, df: pd.DataFrame, header: list[str], name: str, delim: str
+                   ) -> None:
+    """Refuse a CSV file cut inside its last record: no line break at the end and fewer
+    fields on the last line than in the header (pandas would fill them with NaN)."""
+    size = p.stat().st_size
+    with open(p, "rb") as f:
+        f.seek(max(0, size - 65536))
+        tail = f.read()
+    if tail.endswith((b"\n", b"\r")) or df.shape[1] < 2:
+        return
+    line = tail.rsplit(b"\n", 1)[-1].decode("utf-8", errors="replace")
+    fields = next(csv.reader([line], delimiter=delim), [])
+    trailing = int(df.iloc[-1].isna().to_numpy()[::-1].argmin())
+    if df.iloc[-1].isna().all():
+        trailing = df.shape[1]
+    n_missing = len(header) - len(fields)
+    if n_missing > 0 and trailing >= n_missing:
+        raise LinkriskError(
+            f"{name} looks truncated: its last line (record {len(df):,}) ends without a line "
+            f"break, {n_missing} field(s) short of the header's {len(header)}; copy or export "
+            "the file again (or, if the file is complete, end it with a line break)")
+
+
+def _dates_to_days(df: pd.DataFrame, name: str, skip: set = frozenset()) -> None:
+    """Columns of dates (datetime dtypes, date objects, text dates: :mod:`linkrisk.dates`)
+    become days since 1970-01-01 (float; time of day as a fraction), in place, with a
+    warning; ``df.attrs[META_KEY]["dates"]`` records them so that :func:`write_table`
+    writes dates back."""
+    found: dict[str, str] = {}
+    for j, c in enumerate(df.columns):
+        if c in skip or is_number(df.iloc[:, j]):
+            continue
+        r = date_days(df.iloc[:, j], str(c), strict=True)
+        if r is not None:
+            df.isetitem(j, pd.Series(r[0], index=df.index, name=c))
+            found[str(c)] = r[1]
+    if found:
+        meta = df.attrs.setdefault(META_KEY, {"format": "csv", "columns": {}})
+        meta.setdefault("dates", {}).update(found)
+        cols = list(found)
+        _warn(f"read column{'s' if len(cols) > 1 else ''} "
+              f"{', '.join(map(repr, cols[:6]))}{' …' if len(cols) > 6 else ''} of {name} as "
+              "dates, compared as numbers: days since 1970-01-01 (time of day as a fraction)")
 
 
 def _unnamed(h: str) -> bool:
@@ -415,22 +531,27 @@ def _col_name(header: list[str], j: int) -> str:
 
 
 def _convert_numbers(df: pd.DataFrame, header: list[str], name: str, delim: str,
-                     raw: Callable[[list[int]], pd.DataFrame]) -> pd.DataFrame:
+                     raw: Callable[[list[int]], pd.DataFrame], skip: set = frozenset()
+                     ) -> pd.DataFrame:
     """Text columns become numbers where every value is a number with thousands separators
     or decimal commas (one convention per file). A column of mostly numbers that holds some
-    text is refused. ``raw(positions)``: those columns as the strings in the file."""
+    text is refused, unless its numbers are written with leading zeros (``00001``): those
+    are codes or ids (labels), kept as text. ``raw(positions)``: those columns as the
+    strings in the file; ``skip``: columns read as text (labels)."""
     plain: dict[int, pd.Series] = {}
     pending: dict[int, pd.Series] = {}
     for j in range(df.shape[1]):
         s = df.iloc[:, j]
-        if pd.api.types.is_numeric_dtype(s) or s.isna().all():
-            continue  # numbers pandas could read (or no values at all)
+        if header[j] in skip or pd.api.types.is_numeric_dtype(s) or s.isna().all():
+            continue  # labels, numbers pandas could read (or no values at all)
         nn = s.dropna().astype(str)
         isnum = (pd.to_numeric(nn, errors="coerce").notna() | nn.str.match(_TH_FULL)
                  | nn.str.match(_DC_FULL))
         unit = ~isnum & nn.str.match(_UNIT) & nn.str.contains("[$€£¥%]")
         if (isnum | unit).mean() < 0.5:
             continue  # a text column
+        if nn[isnum].str.match(r"^\s*[+-]?0\d").any():
+            continue  # '00001' among 'S0000': labels written with leading zeros
         if unit.any():
             i = unit.to_numpy().nonzero()[0][0]
             raise LinkriskError(
@@ -536,6 +657,12 @@ def _read_readstat(p: Path, fmt: str) -> pd.DataFrame:
         df, meta = prs.read_sas7bdat(p, **kw)
     else:
         df, meta = prs.read_xport(p)
+    rows = getattr(meta, "number_rows", None)
+    if isinstance(rows, int) and rows >= 0 and rows != len(df):
+        raise _truncated(str(p), fmt, f"its header announces {rows:,} records but "
+                                      f"{len(df):,} could be read")
+    if fmt == "xport":
+        _check_xport(p, len(df), dict(getattr(meta, "variable_storage_width", None) or {}))
     value_labels = dict(getattr(meta, "variable_value_labels", None) or {})
     measures = dict(getattr(meta, "variable_measure", None) or {}) if fmt == "spss" else {}
     var_labels = dict(getattr(meta, "column_names_to_labels", None) or {})
@@ -558,6 +685,41 @@ def _read_readstat(p: Path, fmt: str) -> pd.DataFrame:
     df.attrs[META_KEY] = {"format": fmt, "file_label": getattr(meta, "file_label", None) or "",
                           "columns": cols}
     return df
+
+
+def _check_xport(p: Path, n: int, widths: dict[str, int]) -> None:
+    """Refuse a SAS transport file that ends early. The format is 80-byte records; the
+    observations follow the ``OBS`` header, each ``sum(widths)`` bytes, and the last record
+    is padded with blanks. Version 8 headers also give the number of observations;
+    version 5 ones do not, so a file is truncated when its size is not a multiple of 80
+    or when what follows the rows read is not blank padding (a partial observation)."""
+    size = p.stat().st_size
+    with open(p, "rb") as f:
+        head = f.read(min(size, 1 << 22))
+    k = head.find(b"HEADER RECORD*******OBS")
+    if k < 0 or k % 80:
+        return
+    obs = head[k:k + 80]
+    if obs.startswith(b"HEADER RECORD*******OBSV8"):
+        count = obs[48:].strip()
+        if count.isdigit() and int(count) != n:
+            raise _truncated(str(p), "xport", f"its header announces {int(count):,} records "
+                                              f"but {n:,} could be read")
+    if size % 80:
+        raise _truncated(str(p), "xport", f"its size, {size:,} bytes, is not a whole number "
+                                          "of the format's 80-byte records")
+    width = sum(int(w) for w in widths.values())
+    end = k + 80 + n * width
+    if not width or end > size:
+        return
+    with open(p, "rb") as f:
+        f.seek(end)
+        rest = f.read(min(size - end, 1 << 20))
+    if b"HEADER RECORD*******MEMBER" in rest:
+        return  # another member follows (only the first is read)
+    if len(rest) >= 80 or rest.strip(b" "):
+        raise _truncated(str(p), "xport", f"{n:,} whole records are followed by "
+                                          f"{size - end:,} bytes of a partial one")
 
 
 def _labelled_categorical(s: pd.Series, labels: dict, measure: str
@@ -637,14 +799,24 @@ def check_output(path: str | os.PathLike | None, force: bool = False, *, table: 
         raise LinkriskError(f"cannot write {what} {p}: directory {parent} is not writable")
 
 
+def writable_dir(path: str | os.PathLike) -> bool:
+    """Whether files can be created in folder ``path`` (or, when it does not exist yet, in
+    its nearest existing parent)."""
+    p = Path(path).absolute()
+    while not p.exists() and p != p.parent:
+        p = p.parent
+    return p.is_dir() and os.access(p, os.W_OK | os.X_OK)
+
+
 def _tmp_name(p: Path) -> Path:
-    return p.with_name(f".{p.name}.tmp-{os.getpid()}")
+    # one name per process and thread: two writers of one output never share a temp file
+    return p.with_name(f".{p.name}.tmp-{os.getpid()}-{threading.get_ident():x}")
 
 
 def _remove_stale_temps(p: Path) -> None:
     """Temporary files of ``p`` left by a killed process (SIGKILL cannot be cleaned up)."""
     for t in p.parent.glob(f".{glob_escape(p.name)}.tmp-*"):
-        pid = t.name.rsplit("-", 1)[-1]
+        pid = t.name.rsplit(".tmp-", 1)[-1].split("-", 1)[0]
         if not pid.isdigit() or int(pid) == os.getpid():
             continue
         try:
@@ -661,18 +833,45 @@ def glob_escape(name: str) -> str:
 
 @contextmanager
 def atomic_path(path: str | os.PathLike, *, force: bool = False) -> Iterator[Path]:
-    """Yield a temporary path beside ``path``; on success it is renamed onto ``path``, on
-    any error or interruption (KeyboardInterrupt, SystemExit from SIGTERM) removed."""
+    """Yield a temporary path beside ``path``; on success it becomes ``path``, on any error
+    or interruption (KeyboardInterrupt, SystemExit from SIGTERM) it is removed.
+
+    Without ``force`` the temporary file is hard-linked to ``path``, which fails when
+    ``path`` exists: of two writers racing for one name (two ``mask -o same.csv`` at once)
+    one wins and the other gets "exists; pass --force", never a silent replacement. With
+    ``force`` it is renamed over ``path`` (atomic replacement)."""
     p = Path(path)
     check_output(p, force)
     _remove_stale_temps(p)
     tmp = _tmp_name(p)
     try:
         yield tmp
-        os.replace(tmp, p)
+        if force:
+            os.replace(tmp, p)
+        else:
+            _link_new(tmp, p)
     finally:
         if tmp.exists():
             tmp.unlink()
+
+
+def _link_new(tmp: Path, p: Path) -> None:
+    """Give ``tmp``'s content the name ``p`` only if ``p`` does not exist, atomically."""
+    exists = LinkriskError(f"{p} exists; pass --force (force=True) to overwrite it (another "
+                           "process wrote it while this one was working)")
+    try:
+        os.link(tmp, p)
+        return
+    except FileExistsError:
+        raise exists from None
+    except OSError:  # no hard links on this file system: claim the name, then rename
+        pass
+    try:
+        fd = os.open(p, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666)
+    except FileExistsError:
+        raise exists from None
+    os.close(fd)
+    os.replace(tmp, p)
 
 
 def atomic_write_text(path: str | os.PathLike, text: str, *, force: bool = False) -> Path:
@@ -693,6 +892,7 @@ def write_table(df: pd.DataFrame, path: str | os.PathLike, *, force: bool = Fals
         return Path("-")
     fmt, comp = output_format(path)
     meta = (like if like is not None else df).attrs.get(META_KEY) or {}
+    df = _days_to_dates(df, meta)
     writer = _WRITERS[fmt]
     try:
         with atomic_path(path, force=force) as tmp:
@@ -703,6 +903,20 @@ def write_table(df: pd.DataFrame, path: str | os.PathLike, *, force: bool = Fals
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise LinkriskError(f"cannot write {path} as {_FORMAT_NAMES[fmt]}: {first}") from exc
     return Path(path)
+
+
+def _days_to_dates(df: pd.DataFrame, meta: dict) -> pd.DataFrame:
+    """The columns read as dates (``meta["dates"]``) written as dates again when they are
+    still numbers (days since 1970-01-01): whole days for dates, seconds for datetimes."""
+    dates = {c: u for c, u in (meta.get("dates") or {}).items()
+             if c in df.columns and is_number(df[c])}
+    if not dates:
+        return df
+    out = df.copy(deep=False)
+    for c, unit in dates.items():
+        t = days_to_datetimes(df[c], unit)
+        out[c] = t.dt.date.where(t.notna(), None) if unit == "date" else t
+    return out
 
 
 def _write_csv(df, tmp, *, comp, meta, name):
@@ -790,7 +1004,7 @@ def _readstat_frame(df: pd.DataFrame, meta: dict, fmt: str
                 value_labels[str(c)] = old_labels
             measures[str(c)] = m.get("measure") if m.get("measure") in (
                 "nominal", "ordinal", "scale") else "scale"
-        elif pd.api.types.is_datetime64_any_dtype(s):
+        elif pd.api.types.is_datetime64_any_dtype(s) or is_dates(s):
             out[c] = s
         else:
             out[c] = s.astype(object).where(s.notna(), "").astype(str)

@@ -12,7 +12,11 @@ sample J of released records, the rank of the supposed partner among J,
     r_i = ( #{j ∈ J, j ≠ i : d(a_i, b_j) < d(a_i, b_i)} + ½ #{… = …} ) / |J \\ {i}|,
 
 with d the squared Euclidean distance on per-file standardized numeric QIs plus the number
-of differing categorical QIs (the DBRL / Hamming scores of the attacks). If row order is
+of differing categorical QIs (the DBRL / Hamming scores of the attacks). Values are compared
+as values, not as the text a file happens to use: dates are days (:mod:`linkrisk.dates`),
+and a category written ``2`` in one file and ``2.0`` or ``"2"`` in the other is one
+category; so are labels that differ only in case or blanks (``Male``, ``male ``), as the
+attacks match them (:func:`linkrisk.data.normalise_categories`). If row order is
 the truth and the masking leaves any information, the partner is closer than a random
 record and the mean rank r̄ is well below ½. If the rows were permuted, b_i is a random
 record and r̄ has mean ½ and standard deviation at most 1/√(12·|I|). The check refuses
@@ -22,12 +26,14 @@ links records to their masked versions.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
+from .dates import date_days
 from .errors import LinkriskError
 
 #: records sampled from each file
@@ -65,7 +71,7 @@ def _encode(frames: Sequence[tuple[pd.DataFrame, np.ndarray]], qi: Sequence[str]
     for df, rows in frames:
         x = np.zeros((rows.size, len(num)))
         for j, c in enumerate(num):
-            v = pd.to_numeric(df[c], errors="coerce").to_numpy(np.float64, na_value=np.nan)
+            v = _numbers(df[c])
             ok = np.isfinite(v)
             mu = float(v[ok].mean()) if ok.any() else 0.0
             sd = float(v[ok].std()) if ok.sum() > 1 else 0.0
@@ -73,13 +79,47 @@ def _encode(frames: Sequence[tuple[pd.DataFrame, np.ndarray]], qi: Sequence[str]
             x[:, j] = np.where(np.isfinite(z), z, 0.0)
         out.append((x, np.empty((rows.size, len(cat)), np.int64)))
     for j, c in enumerate(cat):
-        codes, _ = pd.factorize(pd.concat([df[c].iloc[rows].astype(str) for df, rows in frames],
-                                          ignore_index=True))
+        codes, _ = pd.factorize(pd.concat([_category_keys(df[c].iloc[rows])
+                                           for df, rows in frames], ignore_index=True))
         o = 0
         for (_, rows), (_, cc) in zip(frames, out, strict=True):
             cc[:, j] = codes[o:o + rows.size]
             o += rows.size
     return out
+
+
+def _numbers(s: pd.Series) -> np.ndarray:
+    """A numeric QI as float64: dates as days since 1970-01-01, anything else by value."""
+    days = None if pd.api.types.is_numeric_dtype(s) else date_days(s)
+    if days is not None:
+        return days[0]
+    return pd.to_numeric(s, errors="coerce").to_numpy(np.float64, na_value=np.nan)
+
+
+def _number_text(f: float) -> str:
+    return str(int(f)) if f.is_integer() and abs(f) < 2**63 else repr(f)
+
+
+def _category_key(v: object) -> str:
+    """A category as a value: numbers (also written as text: ``2``, ``2.0``, ``"2"``)
+    one way, text stripped; missing is its own category."""
+    if v is None or v is pd.NA or v is pd.NaT or (isinstance(v, float) and np.isnan(v)):
+        return "\x00missing"
+    if isinstance(v, (bool, np.bool_)):
+        return str(bool(v))
+    if isinstance(v, (int, float, np.integer, np.floating)):
+        return _number_text(float(v))
+    t = str(v).strip()
+    try:
+        return _number_text(float(t))
+    except ValueError:
+        return t
+
+
+def _category_keys(s: pd.Series) -> pd.Series:
+    """The categories as values (:func:`_category_key`), ignoring case and blanks."""
+    return pd.Series([re.sub(r"\s+", " ", _category_key(v)).casefold()
+                      for v in s.astype(object)], dtype=object)
 
 
 def row_order_check(a: pd.DataFrame, b: pd.DataFrame, qi: Sequence[str],

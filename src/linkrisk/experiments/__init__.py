@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .. import fileio
 from ..datasets import resolve_data_dir
 from ..errors import LinkriskError
 from ..fileio import atomic_write_text
@@ -173,7 +174,15 @@ def study(
     elif not meta_path.exists() and out.exists() and any(out.iterdir()) and not force:
         raise LinkriskError(f"{out} exists and is not a study folder; choose another output "
                             "folder or pass --force")
-    out.mkdir(parents=True, exist_ok=True)
+    if not fileio.writable_dir(out):
+        raise LinkriskError(f"cannot write the study's results to {out.absolute()}: the folder "
+                            "(or its parent) is not writable; pass --output DIR (out_dir=) in "
+                            "a writable place")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise LinkriskError(f"cannot create the study's folder {out}: {exc.strerror or exc}; "
+                            "pass --output DIR (out_dir=) in a writable place") from exc
     tasks = expand(st, None if data_dir is None else str(data_dir), replications)
     # mark the folder first: a run that stops half-way (Ctrl-C, a failing cell) resumes
     atomic_write_text(meta_path, json.dumps(meta, indent=2), force=True)

@@ -50,8 +50,11 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import re
 import shlex
+import tempfile
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import product
@@ -62,7 +65,7 @@ import numpy as np
 import pandas as pd
 
 from ..data import is_number
-from ..errors import LinkriskError
+from ..errors import LinkriskError, LinkriskWarning
 
 #: values of ``a..b`` without a step
 DEFAULT_STEPS = 6
@@ -604,12 +607,55 @@ def _choose_grids(methods: Sequence[str | MethodGrid] | None, kind: str, ordered
     return grids
 
 
+#: the cache folder used when none is given (in the working directory)
+DEFAULT_CACHE = Path(".linkrisk-cache")
+
+
+def user_cache_dir() -> Path:
+    """``$XDG_CACHE_HOME/linkrisk`` (default ``~/.cache/linkrisk``)."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "linkrisk"
+
+
+def cache_folder(cache_dir: str | Path | None) -> Path:
+    """The cache folder, created: ``cache_dir``, or by default ``.linkrisk-cache`` in the
+    working directory, and when that is not writable the user's cache folder
+    (:func:`user_cache_dir`), else one in the temporary directory (with a warning naming
+    it). A folder given explicitly that cannot be created is refused in one line."""
+    from ..fileio import writable_dir
+
+    given = cache_dir is not None and Path(cache_dir) != DEFAULT_CACHE
+    cache = Path(cache_dir) if given else DEFAULT_CACHE
+    if given:
+        if not writable_dir(cache):
+            raise LinkriskError(f"cannot use cache folder {cache}: it (or its parent) is not "
+                                "writable; pass --cache DIR (cache_dir=) in a writable place")
+        candidates = [cache]
+    else:
+        candidates = [cache, user_cache_dir(),
+                      Path(tempfile.gettempdir()) / f"linkrisk-cache-{getattr(os, 'getuid', lambda: 0)()}"]
+    for c in candidates:
+        if not writable_dir(c):
+            continue
+        try:
+            c.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            continue
+        if c != cache:
+            warnings.warn(f"the working directory is not writable: the cache of completed "
+                          f"replications is {c} (choose it with --cache DIR)",
+                          LinkriskWarning, stacklevel=3)
+        return c
+    raise LinkriskError(f"cannot create the cache folder {cache}: no writable place "
+                        f"({', '.join(map(str, candidates))}); pass --cache DIR "
+                        "(cache_dir=) in a writable place")
+
+
 def _cache_data(df: pd.DataFrame, cache_dir: str | Path | None) -> tuple[Path, str, str]:
     """Stage 3 of :func:`choose`: the data the workers read, stored content-addressed in
     the cache folder (so a changed file never hits the cache): (cache folder, file name
     relative to it, the data's digest)."""
-    cache = Path(cache_dir) if cache_dir is not None else Path(".linkrisk-cache")
-    cache.mkdir(parents=True, exist_ok=True)
+    cache = cache_folder(cache_dir)
     digest = _frame_hash(df)
     # named relative to the cache folder: the cell keys, hence the seeds, depend on the
     # data's content only, not on where the cache lives
