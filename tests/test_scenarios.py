@@ -172,3 +172,13 @@ def test_cli_assess_names_the_scenario_and_exits_3(ipso, tmp_path):
     r = CliRunner().invoke(app, ["assess", str(a), str(b), "--scenarios", "none",
                                  "--max-risk", "5%"])
     assert r.exit_code == 0, r.output
+
+
+def test_choose_takes_the_worst_case_over_scenarios(tmp_path):
+    from linkrisk.experiments.choose import choose
+
+    c = choose("census", ["ipso:variant=C/mutual=True"], max_risk=5, confidential=CONF,
+               replications=1, processes=1, cache_dir=tmp_path)
+    assert c.best is None  # PTOTVAL alone gives the release away: not within 5 %
+    p = c.points.iloc[0]
+    assert p["risk_mean"] >= 99 and p["deciding_attack"] == "scenarios"

@@ -29,6 +29,13 @@ from .data import unchanged_qis, unmatched_columns
 from .engine.nearest import Progress
 from .errors import LinkriskError, LinkriskWarning
 from .measures import numeric_measures, per_record_risk, worst_case
+from .scenarios import (
+    as_scenario_result,
+    fast_attacks,
+    parse_scenarios,
+    search_scenarios,
+    table_rows,
+)
 
 #: attacks of ``attacks="all"`` by the kinds of the QIs
 NUMERIC_ATTACKS = ("dbrl", "dbrl2", "dbrl_l1", "mahalanobis", "mahalanobis0", "kernel",
@@ -56,11 +63,24 @@ class Assessment:
     warnings: list[str] = field(default_factory=list)
     #: frequency and population risk of the release on its categorical QIs, or None
     frequency: Any = None
+    #: attacker scenarios (:mod:`linkrisk.scenarios`): the full QI set, the user
+    #: scenarios and those of the search, each a :class:`~linkrisk.scenarios.Scenario`
+    scenarios: list[Any] = field(default_factory=list)
+    #: the scenario that gives the worst case when it is not the full QI set, else None
+    worst_scenario: Any = None
+    #: per QI: best fast-attack rate alone and without it (leave one out), or None
+    drivers: pd.DataFrame | None = None
+    #: per attacker record: the QI whose removal most lowers its link probability
+    record_drivers: pd.DataFrame | None = None
+    #: the search's strategy, bound, scenarios scored, attacks run, seconds, greedy path
+    scenario_search: dict[str, Any] = field(default_factory=dict)
     #: QIs the release carries unchanged for all or most records: column →
     #: ``{"share_identical", "unique_records"}`` (:func:`linkrisk.data.unchanged_qis`)
     unchanged: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: columns of one file only, not assessed (the default QIs are the common columns)
     dropped: list[str] = field(default_factory=list)
+    #: attribute disclosure of the ``sensitive`` columns (:func:`_attribute`), or None
+    attribute: dict[str, Any] | None = None
 
     @property
     def verdict_notes(self) -> list[str]:
@@ -104,13 +124,35 @@ class Assessment:
 
     @property
     def worst(self) -> AttackResult:
-        """The attack that re-identifies the most records."""
-        return worst_case(self.results)
+        """The attack that re-identifies the most records, over the attacker scenarios
+        (its ``qi`` are the QIs of the scenario; :attr:`worst_scenario` names it)."""
+        full = worst_case(self.results)
+        sc = self.worst_scenario
+        if sc is not None and sc.result is not None and sc.result.rate > full.rate:
+            return sc.result
+        return full
+
+    @property
+    def worst_attacker(self) -> str:
+        """Who gives the worst case: 'an attacker who knows PTOTVAL alone' or 'an attacker
+        who knows all N QIs'."""
+        if self.worst_scenario is not None and self.worst.qi != self.settings["qi"]:
+            return self.worst_scenario.describe()
+        return f"an attacker who knows all {len(self.settings['qi'])} QIs"
 
     def to_dict(self) -> dict[str, Any]:
         w = self.worst
+        sc = self.worst_scenario if w.qi != self.settings["qi"] else None
         return {"worst_case": {"attack": w.method, "rate": w.rate,
-                               "correct_links": w.correct_links},
+                               "correct_links": w.correct_links,
+                               "scenario": "all QIs" if sc is None else sc.name,
+                               "qi": list(w.qi), "attacker": self.worst_attacker},
+                "scenarios": [sc.to_dict() for sc in self.scenarios],
+                "scenario_search": {k: plain(v) for k, v in self.scenario_search.items()},
+                "drivers": table_rows(self.drivers),
+                "record_drivers": ({} if self.record_drivers is None else
+                                   {k: int(v) for k, v in self.record_drivers["driver"]
+                                    .value_counts().items() if k}),
                 "attacks": [r.to_dict() for r in self.results.values()],
                 "skipped": dict(self.skipped),
                 "measures": {k: plain(v) for k, v in self.measures.items()},
@@ -209,6 +251,12 @@ def assess(
     weights: str | None = None,
     household: str | None = None,
     suda_max_size: int | None = None,
+    scenarios: str = "all",
+    max_scenarios: int | None = None,
+    user_scenarios: str | Sequence[str] | Mapping[str, Any] | None = None,
+    synthetic: bool = False,
+    holdout: pd.DataFrame | None = None,
+    sensitive: str | Sequence[str] | None = None,
 ) -> Assessment:
     """Run the attacks and measures a data owner needs before releasing ``masked``.
 
@@ -237,8 +285,36 @@ def assess(
     ``suda_max_size`` keys) of the release on its categorical QIs, sdcMicro's measures
     (:func:`linkrisk.measures.frequency.frequency_risk`, docs/methods.md); the per-record
     table gains ``fk``, ``freq_risk`` (and ``household_risk``, ``dis_score``) of each
-    record's released counterpart."""
+    record's released counterpart.
+
+    Attacker scenarios (docs/methods.md, Attacker scenarios): the worst case is taken over
+    the QI sets an attacker may know, not only over the attacks on all QIs. ``scenarios``:
+    ``"all"`` (every single QI, every pair and a greedy forward search, scored with the
+    fast attacks; the other attacks run on the worst scenario found), ``"greedy"`` (no
+    pairs) or ``"none"``; ``max_scenarios`` bounds the QI sets scored;
+    ``user_scenarios``: what the owner believes an intruder holds, ``{"name": ["a",
+    "b"]}`` or ``["name=a,b"]`` (every attack runs on each). :attr:`Assessment.worst`,
+    :attr:`~Assessment.exceeds` and the verdict use the worst scenario; ``drivers`` and
+    ``record_drivers`` say which attribute drives the risk.
+
+    ``synthetic=True``: ``masked`` is a synthetic release (no record of it is a version of
+    an original one); returns a :class:`linkrisk.synthetic.SyntheticRisk` instead (DCR,
+    membership inference, anonymeter's attacks; ``holdout``: original records the
+    generator never saw; ``sensitive``: the inference attack's secrets). Otherwise
+    ``sensitive`` adds attribute disclosure (:mod:`linkrisk.measures.attribute`) to the
+    assessment's ``attribute`` (l-diversity and t-closeness of the release's categorical
+    QI patterns, and the sensitive values inferred through each attack's links)."""
     t0 = time.perf_counter()
+    if synthetic:
+        from .synthetic import synthetic_risk
+
+        sens = [sensitive] if isinstance(sensitive, str) else sensitive
+        return synthetic_risk(original, masked, holdout, qi=None if qi is None else (
+            [qi] if isinstance(qi, str) else list(qi)), sensitive=sens,
+            seed=0 if seed is None else int(seed), max_risk=max_risk)  # type: ignore[return-value]
+    if holdout is not None:
+        raise LinkriskError("a holdout file is for synthetic releases: pass synthetic=True")
+    given = parse_scenarios(user_scenarios)
     if max_risk is not None and not (isinstance(max_risk, (int, float))
                                      and 0 < float(max_risk) <= 100):
         raise LinkriskError(f"max_risk must be a percentage in (0, 100], got {max_risk!r}")
@@ -300,9 +376,15 @@ def assess(
         raise LinkriskError("no attack could run: " + "; ".join(f"{k}: {v}"
                                                                for k, v in skipped.items()))
 
+    found = search_scenarios(ctx, runnable, params, results=results, strategy=scenarios,
+                             max_scenarios=max_scenarios, user=given,
+                             fast=fast_attacks(names, explicit))
+    worst_sc = max([found.worst, *found.user], key=lambda sc: sc.rate)
+    worst_sc = None if worst_sc.kind == "all QIs" else worst_sc
     measures, notes = _measures(original, masked, ctx.qi, ctx.kinds, ids, results,
                                 ctx.truth)
-    per = per_record_risk(results)
+    extra = [] if worst_sc is None else [as_scenario_result(worst_sc)]
+    per = per_record_risk({**results, **{r.method: r for r in extra if r is not None}})
     records = pd.concat([per, ctx.a_df.reset_index(drop=True).set_axis(per.index)], axis=1)
     t_ab = np.asarray(ctx.truth)
     unchanged = unchanged_qis(original.reset_index(drop=True), masked.reset_index(drop=True),
@@ -321,9 +403,21 @@ def assess(
     freq = _frequency(masked, ctx, weights, household, suda_max_size, records, notes)
     if freq is not None:
         settings.update(weights=weights, household=household)
+    if worst_sc is not None and worst_sc.rate > worst_case(results).rate:
+        measures["worst_case_%"] = 100.0 * worst_sc.rate
+    settings.update(scenarios=scenarios, max_scenarios=found.info["max_scenarios"],
+                    user_scenarios={k: list(v) for k, v in given.items()})
+    if found.info["stopped_at_limit"]:
+        notes.append(f"the scenario search stopped at {found.info['max_scenarios']} QI sets "
+                     "(max_scenarios); the worst case is over those scored")
     return Assessment(results, skipped, measures, records, settings,
                       time.perf_counter() - t0, notes, warned, freq,
-                      unchanged=unchanged, dropped=dropped)
+                      scenarios=[*found.scenarios[:1], *found.user, *found.scenarios[1:]],
+                      worst_scenario=worst_sc, drivers=found.drivers,
+                      record_drivers=found.record_drivers,
+                      scenario_search={**found.info, "greedy": found.greedy},
+                      unchanged=unchanged, dropped=dropped,
+                      attribute=_attribute(original, masked, results, sensitive, kinds_used(ctx)))
 
 
 def _frequency(masked: pd.DataFrame, ctx: Any, weights: str | None, household: str | None,
@@ -391,6 +485,40 @@ def _measures(original: pd.DataFrame, masked: pd.DataFrame, qi: list[str],
         return out, notes
     out.update(numeric_measures(original, masked, qi, rate, notes=notes))
     return out, notes
+
+
+def kinds_used(ctx: Any) -> tuple[list[str], dict[str, str]]:
+    """The linkage's QIs and their kinds."""
+    return list(ctx.qi), dict(ctx.kinds)
+
+
+def _attribute(original: pd.DataFrame, masked: pd.DataFrame, results: Mapping[str, Any],
+               sensitive: str | Sequence[str] | None, qk: tuple[list[str], dict[str, str]]
+               ) -> dict[str, Any] | None:
+    """Attribute disclosure of ``sensitive`` (docs/methods.md, "Attribute disclosure"):
+    l-diversity and t-closeness of the release's categorical QI patterns, and per attack
+    the sensitive values inferred through its links (counts, never values)."""
+    if not sensitive:
+        return None
+    from .measures.attribute import l_diversity, linked_inference, t_closeness
+
+    sens = [sensitive] if isinstance(sensitive, str) else list(sensitive)
+    qi, kinds = qk
+    keys = [c for c in qi if kinds.get(c) != "numeric" and c not in sens]
+    out: dict[str, Any] = {"sensitive": sens, "keys": keys}
+    if keys:
+        out["l_diversity"] = l_diversity(masked, keys, sens).summary
+        out["t_closeness"] = t_closeness(masked, keys, sens).summary
+    else:
+        out["note"] = "no categorical QI: l-diversity and t-closeness need key patterns"
+    out["linked"] = {}
+    for name, r in results.items():
+        pr = getattr(r, "per_record", None)
+        if pr is None or "link" not in pr or r.direction != "original->masked":
+            continue
+        out["linked"][name] = linked_inference(original, masked, pr["link"].to_numpy(), sens,
+                                               correct=pr["correct"].to_numpy())
+    return out
 
 
 def _version() -> str:

@@ -228,6 +228,26 @@ def rate_table(results: list[dict[str, Any]], title: str) -> Table:
     return t
 
 
+def scenario_table(res: Any, top: int = 8) -> None:
+    """The attacker scenarios of an assessment: the full QI set, the user scenarios and the
+    search's ``top`` worst."""
+    if not res.scenario_search or len(res.scenarios) < 2:
+        return
+    t = Table(title=f"attacker scenarios ({res.scenario_search['scenarios_scored']} QI sets "
+                    f"scored, {res.scenario_search['seconds']:.1f} s)")
+    for c in ("scenario", "QIs", "best attack", "re-identified %"):
+        t.add_column(c, justify="right" if c.endswith("%") else "left")
+    full = [sc for sc in res.scenarios if sc.kind == "all QIs"]
+    user = [sc for sc in res.scenarios if sc.kind == "user"]
+    rest = sorted((sc for sc in res.scenarios if sc.kind not in ("all QIs", "user")),
+                  key=lambda sc: -sc.rate)[:top]
+    for sc in full + user + rest:
+        t.add_row(escape(sc.name if sc.kind != "all QIs" else "all QIs"),
+                  escape(", ".join(map(str, sc.qi)) if len(sc.qi) <= 4 else f"{len(sc.qi)} QIs"),
+                  escape(sc.attack), f"{100 * sc.rate:.2f}")
+    out.print(t)
+
+
 def say_skipped(skipped: dict[str, str]) -> None:
     for name, why in skipped.items():
         err.print(f"[yellow]not run[/] {escape(name)}: {escape(why)}", soft_wrap=True)
@@ -242,6 +262,10 @@ KINDS_HELP = "kind overrides: col=numeric|ordinal|nominal,..."
 NOMINAL_HELP = "columns to read as nominal categories: a,b (shorthand for --kinds a=nominal)"
 ROW_ORDER_HELP = ("trust that row i of the release is the masked row i of the original "
                   "(skip the check)")
+#: --memory: the engine's default budget, resolved once for this machine
+MEMORY_DEFAULT = linkrisk.engine.budget.format_size(linkrisk.engine.budget.DEFAULT_MEMORY_BUDGET)
+MEMORY_HELP = ("engine working-memory budget, e.g. 2GiB (default: "
+               f"{linkrisk.engine.budget.describe_default()})")
 
 
 @app.command()
@@ -258,7 +282,7 @@ def attack(
     direction: Annotated[str, typer.Option(help="original->masked or masked->original")] = "original->masked",
     param: Annotated[list[str] | None, typer.Option("--param", "-p",
                                                     help="attack parameter name=value")] = None,
-    memory: Annotated[str, typer.Option(help="engine working-memory budget, e.g. 512MiB")] = "512MiB",
+    memory: Annotated[str, typer.Option(help=MEMORY_HELP)] = MEMORY_DEFAULT,
     seed: Annotated[int, typer.Option(help="seed for tie breaking of reported links (>= 0)")] = 0,
     as_json: Annotated[bool, typer.Option("--json", help="print the results as JSON on stdout "
                                                          "instead of the table")] = False,
@@ -278,7 +302,7 @@ def attack(
     chosen = "all" if method.strip() == "all" else resolve_methods(method)
     params = parse_params(param)
     check_output(per_record, force, what="--per-record file")
-    a, b = read_inputs(original, masked)
+    a, b = read_inputs(original, masked, text_columns=ids)
     with progress_bar() as bar:  # one bar per attack; failures are listed, then reported
         res = linkrisk.attack(a, b, chosen, settings=settings, progress_for=bar,
                               errors="collect", **params)
@@ -325,7 +349,7 @@ def assess_cmd(
         "--include-records", help="put the QI values of the most exposed records in the "
                                   "report (it then carries a confidentiality banner)")] = False,
     assume_row_order: Annotated[bool, typer.Option("--assume-row-order", help=ROW_ORDER_HELP)] = False,
-    memory: Annotated[str, typer.Option(help="engine working-memory budget, e.g. 512MiB")] = "512MiB",
+    memory: Annotated[str, typer.Option(help=MEMORY_HELP)] = MEMORY_DEFAULT,
     seed: Annotated[int, typer.Option(help="seed for tie breaking of reported links (>= 0)")] = 0,
     force: Annotated[bool, typer.Option("--force", help="overwrite the report")] = False,
     weights: Annotated[str | None, typer.Option(
@@ -334,6 +358,24 @@ def assess_cmd(
         help="household-id column of the released file (household risk)")] = None,
     suda_max_size: Annotated[int | None, typer.Option(
         help="largest minimal sample unique SUDA2 looks for (default: all keys)")] = None,
+    scenarios: Annotated[str, typer.Option(
+        "--scenarios", help="attacker scenarios searched for the worst case: all (every QI, "
+                            "every pair, greedy), greedy, none")] = "all",
+    max_scenarios: Annotated[int | None, typer.Option(
+        "--max-scenarios", help="most QI sets the scenario search scores (default 500)")] = None,
+    scenario: Annotated[list[str] | None, typer.Option(
+        "--scenario", help="what an intruder may hold, 'name=a,b,c' (repeatable): every "
+                           "attack runs on it, one row each")] = None,
+    synthetic: Annotated[bool, typer.Option(
+        "--synthetic", help="the release is synthetic (no record pairs with an original "
+                            "one): DCR, membership inference, anonymeter's attacks")] = False,
+    holdout: Annotated[str | None, typer.Option(
+        "--holdout", help="with --synthetic: original records the generator never saw "
+                          "(control set)")] = None,
+    sensitive: Annotated[str | None, typer.Option(
+        "--sensitive", help="sensitive columns a,b: attribute disclosure (l-diversity, "
+                            "t-closeness, inference through links); with --synthetic the "
+                            "inference attack's secrets")] = None,
 ) -> None:
     """Run every applicable attack and the risk/utility measures; print a verdict and write
     an HTML report (-o). With categorical QIs also the frequency and population risk of the
@@ -348,12 +390,20 @@ def assess_cmd(
                             memory_budget=memory, seed=seed,
                             assume_row_order=assume_row_order, screen_qi=True)
     check_output(output, force, what="report")
-    a, b = read_inputs(original, masked)
+    sens = [c.strip() for c in sensitive.split(",") if c.strip()] if sensitive else None
+    if synthetic:
+        _assess_synthetic(original, masked, holdout, qi, sens, seed, limit, as_json)
+        return
+    if holdout is not None:
+        raise LinkriskError("--holdout is for synthetic releases: add --synthetic")
+    a, b = read_inputs(original, masked, text_columns=ids)
     with progress_bar() as bar:
         res = linkrisk.assess(a, b, attacks="all" if chosen.strip() == "all" else chosen,
                               settings=settings, rank_swap_p=rank_swap_p, progress=bar,
                               max_risk=limit, weights=weights, household=household,
-                              suda_max_size=suda_max_size)
+                              suda_max_size=suda_max_size, scenarios=scenarios,
+                              max_scenarios=max_scenarios, user_scenarios=scenario or None,
+                              sensitive=sens)
     if output is not None:
         inputs = [{"role": role, "name": str(p), "sha256": sha256(p) or _not_a_file(p)}
                   for role, p in (("original", original), ("released", masked))]
@@ -383,7 +433,9 @@ def assess_cmd(
             out.print("measures: " + ", ".join(shown))
         top = linkrisk.records_at_risk(res.records, 1)
         out.print(f"QIs used: {escape(', '.join(map(str, res.settings['qi'])))}", soft_wrap=True)
-        out.print(f"Worst case: [bold]{escape(w.method)}[/] re-identifies {pct:.2f} % of the "
+        scenario_table(res)
+        out.print(f"Worst case: {escape(res.worst_attacker)}, [bold]{escape(w.method)}[/] "
+                  f"re-identifies {pct:.2f} % of the "
                   f"records ({w.correct_links:,.2f} of {w.n:,}); "
                   f"{int((res.records['max_risk'] >= 1).sum()):,} records are linked with "
                   "certainty" + (f"; most exposed: record {top.index[0]}" if len(top) else "")
@@ -402,6 +454,8 @@ def assess_cmd(
                       + (f"; household risk {f['hier_risk_ER']:,.2f}"
                          if "hier_risk_ER" in f else "") + ".", highlight=False,
                       soft_wrap=True)
+    if res.attribute is not None and not as_json:
+        out.print(escape(attribute_text(res.attribute)), soft_wrap=True, highlight=False)
     say_skipped(res.skipped)
     if limit is not None:
         tail = "".join(f"; {escape(t)}" for t in res.verdict_notes)
@@ -411,6 +465,44 @@ def assess_cmd(
             raise typer.Exit(3)
         err.print(f"within the limit: worst case {pct:.2f} % ≤ --max-risk {limit:g} %{tail}",
                   soft_wrap=True)
+
+
+def attribute_text(att: dict) -> str:
+    """The report's attribute-disclosure section (counts, never values)."""
+    lines = [f"Attribute disclosure (sensitive: {', '.join(att['sensitive'])}; keys: "
+             f"{', '.join(att['keys']) or 'none'})"]
+    for s, d in att.get("l_diversity", {}).items():
+        t = att["t_closeness"][s]
+        lines.append(f"  {s}: l-diversity min distinct {d['min_distinct']:g}, entropy "
+                     f"{d['min_entropy']:.3f}, recursive (c=2) {d['min_recursive']}; "
+                     f"t-closeness {t['t']:.3f} ({t['ground']}); value disclosed without "
+                     f"identity: {d['homogeneous_records']:,} records in "
+                     f"{d['homogeneous_patterns']:,} homogeneous patterns")
+    for name, per in att.get("linked", {}).items():
+        lines.append(f"  through {name}'s links: " + "; ".join(
+            f"{s} inferred for {v['inferred']:,} records ({100 * v['rate']:.2f} %"
+            + (f", ±{v['tolerance_percent']:g} %" if v.get("tolerance_percent") else "") + ")"
+            for s, v in per.items()))
+    if att.get("note"):
+        lines.append(f"  note: {att['note']}")
+    return "\n".join(lines)
+
+
+def _assess_synthetic(original: str, release: str, holdout: str | None, qi: str | None,
+                      sens: list[str] | None, seed: int, limit: float | None,
+                      as_json: bool) -> None:
+    """``assess --synthetic``: the synthetic-data section and its verdict."""
+    specs = [original, release] + ([holdout] if holdout else [])
+    frames = read_inputs(*specs)
+    res = linkrisk.assess(frames[0], frames[1], qi=parse_columns(qi), synthetic=True,
+                          holdout=frames[2] if holdout else None, sensitive=sens, seed=seed,
+                          max_risk=limit)
+    if as_json:
+        print(json.dumps(res.to_dict(), indent=2, default=float))
+    else:
+        out.print(escape(res.text()), soft_wrap=True, highlight=False)
+    if limit is not None and res.exceeds:
+        raise typer.Exit(3)
 
 
 @app.command("study")

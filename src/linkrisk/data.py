@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from .dates import date_days
 from .errors import LinkriskError
 
 KINDS = ("numeric", "ordinal", "nominal")
@@ -86,214 +87,18 @@ def weight_like(name: str) -> bool:
 def unchanged_in_release(a: pd.Series, b: pd.Series, truth: np.ndarray | None) -> bool:
     """Whether the release carries the column unchanged: every record's released value
     equals its original value under ``truth`` (row of B for each row of A, −1 = none)."""
-    share = share_identical(a, b, truth)
-    return share is not None and share == 1.0
-
-
-def share_identical(a: pd.Series, b: pd.Series, truth: np.ndarray | None) -> float | None:
-    """The share of true pairs (``truth``: row of B for each row of A, −1 = none) whose
-    released value equals the original value (missing = missing counts as equal); None
-    when no record is paired or the values cannot be compared."""
     if truth is None:
-        return None
+        return False
     ok = truth >= 0
     if not ok.any():
-        return None
+        return False
     va = a.to_numpy()[ok]
     vb = b.to_numpy()[truth[ok]]
     try:
-        same = np.asarray((va == vb) | (pd.isna(va) & pd.isna(vb)), dtype=bool)
+        same = (va == vb) | (pd.isna(va) & pd.isna(vb))
     except (TypeError, ValueError):
-        return None
-    return float(same.mean())
-
-
-#: a QI whose released values equal the original ones for at least this share of the true
-#: pairs is reported as released unchanged (:func:`unchanged_qis`)
-UNCHANGED_SHARE = 0.5
-
-
-def unchanged_qis(original: pd.DataFrame, masked: pd.DataFrame, qi: Sequence[str],
-                  truth: np.ndarray | None) -> dict[str, dict[str, float | int]]:
-    """The QIs the release carries unchanged, for all or most records: ``{column:
-    {"share_identical", "unique_records"}}`` for each QI whose released value equals the
-    original one for at least :data:`UNCHANGED_SHARE` of the true pairs. ``unique_records``
-    counts the records this column alone re-identifies: original value unique in the
-    original file, released unchanged, and unique in the release too (an exact match on
-    that one value finds the record). Such a QI is the most dangerous one, not one to
-    leave out (docs/methods.md, "Truth check and default QIs")."""
-    out: dict[str, dict[str, float | int]] = {}
-    if truth is None:
-        return out
-    ok = np.flatnonzero(truth >= 0)
-    for c in qi:
-        share = share_identical(original[c], masked[c], truth)
-        if share is None or share < UNCHANGED_SHARE:
-            continue
-        a, b = original[c], masked[c]
-        try:
-            ca = a.map(a.value_counts(dropna=True)).to_numpy()
-            cb = b.map(b.value_counts(dropna=True)).to_numpy()
-            va, vb = a.to_numpy()[ok], b.to_numpy()[truth[ok]]
-            same = np.asarray(va == vb, dtype=bool) & ~np.asarray(pd.isna(va), dtype=bool)
-            uniq = same & (ca[ok] == 1) & (cb[truth[ok]] == 1)
-        except (TypeError, ValueError):
-            continue
-        out[c] = {"share_identical": round(share, 6), "unique_records": int(uniq.sum())}
-    return out
-
-
-def _profile_match(a: pd.Series, b: pd.Series, truth: np.ndarray | None) -> bool:
-    """Whether released column ``b`` looks like original column ``a`` under another name:
-    both numeric and correlated (rank correlation ≥ 0.5) over the true pairs, or both
-    categorical with at least half of the paired values equal (as text); without pairs,
-    the same set of values."""
-    num_a, num_b = is_number(a), is_number(b)
-    if num_a != num_b:
         return False
-    if truth is not None and (truth >= 0).sum() >= 10:
-        ok = truth >= 0
-        va = a.reset_index(drop=True)[ok]
-        vb = b.reset_index(drop=True).iloc[truth[ok]].reset_index(drop=True)
-        va = va.reset_index(drop=True)
-        if num_a:
-            with np.errstate(all="ignore"):
-                r = va.rank().corr(vb.rank())
-            return bool(np.isfinite(r) and r >= 0.5)
-        return bool((va.astype(str).to_numpy() == vb.astype(str).to_numpy()).mean() >= 0.5)
-    if num_a:
-        return False
-    return set(a.dropna().astype(str)) == set(b.dropna().astype(str))
-
-
-def unmatched_columns(original: pd.DataFrame, masked: pd.DataFrame,
-                      ids: Sequence[str] = (), truth: np.ndarray | None = None
-                      ) -> tuple[list[str], list[str], dict[str, str]]:
-    """Columns of one file only (ids left aside): (only in the original, only in the
-    release, {original column: release column} where a release column has the same
-    values-profile as an original one, :func:`_profile_match`: probably renamed)."""
-    in_b, in_a = set(masked.columns), set(original.columns)
-    only_a = [c for c in original.columns if c not in in_b and c not in ids]
-    only_b = [c for c in masked.columns if c not in in_a and c not in ids]
-    renamed: dict[str, str] = {}
-    for c in only_a:
-        for d in only_b:
-            if d not in renamed.values() and _profile_match(original[c], masked[d], truth):
-                renamed[c] = d
-                break
-    return only_a, only_b, renamed
-
-
-def _one_file_note(only_a: Sequence[str], only_b: Sequence[str],
-                   renamed: Mapping[str, str]) -> str:
-    parts = []
-    for what, names in (("the original", only_a), ("the release", only_b)):
-        if names:
-            parts.append(f"{', '.join(map(str, names))} only in {what}")
-    msg = ("column" + ("s " if len(only_a) + len(only_b) > 1 else " ") + "; ".join(parts)
-           + ": not assessed (the default QIs are the columns both files share)")
-    if renamed:
-        msg += ("; " + ", ".join(f"the release's {d!r} looks like {c!r} renamed"
-                                 for c, d in renamed.items())
-                + ": give it the same name in both files to assess it")
-    return msg
-
-
-#: a numeric QI is refused when its spread is this many times the typical distance of its
-#: values from their median: standardizing it would overflow or squash the other records
-#: onto one value (:func:`check_scale`)
-SCALE_RATIO = 1e12
-#: values beyond this magnitude overflow in the squares and covariances of the attacks
-MAX_MAGNITUDE = 1e150
-
-
-def check_scale(df: pd.DataFrame, cols: Sequence[str], what: str) -> None:
-    """Refuse, with one line naming the column and the rows, a numeric column whose values
-    cannot be standardized: a value beyond :data:`MAX_MAGNITUDE` (its square and the
-    column's variance overflow), or a few values so far out (the column's standard
-    deviation :data:`SCALE_RATIO` times the typical distance from the median) that every
-    other record standardizes to the same number. Either would make the attacks tie or
-    compare infinities, and report a lower risk than the data carry. Missing and infinite
-    values are left to the attacks' own checks."""
-    for c in cols:
-        s = df[c]
-        if not is_number(s):
-            continue
-        v = s.to_numpy(dtype=np.float64, na_value=np.nan)
-        fin = np.isfinite(v)
-        if fin.sum() < 2:
-            continue
-        x = v[fin]
-        with np.errstate(all="ignore"):
-            med = float(np.median(x))
-            d = np.abs(x - med)
-            big = bool((np.abs(x) > MAX_MAGNITUDE).any()) or not np.isfinite(d).all()
-            sd = float(np.std(x, ddof=1)) if not big else np.inf
-            nz = d[d > 0]
-            typical = float(np.median(nz)) if nz.size else 0.0
-            squashed = typical > 0 and (not np.isfinite(sd) or sd > SCALE_RATIO * typical)
-        if not (big or squashed):
-            continue
-        rows = np.flatnonzero(fin)
-        with np.errstate(all="ignore"):
-            far = (np.abs(x) > MAX_MAGNITUDE) | ~np.isfinite(d) | (
-                d > SCALE_RATIO ** 0.5 * max(typical, np.finfo(float).tiny))
-        bad = rows[far][:5]
-        vals = ", ".join(f"{v[i]:.3g}" for i in bad)
-        more = int(far.sum()) - len(bad)
-        raise LinkriskError(
-            f"column {c!r} of the {what} has values too large to compare with the others "
-            f"(row{'s' if far.sum() > 1 else ''} {', '.join(map(str, bad))}"
-            f"{f' and {more} more' if more > 0 else ''}: {vals}); standardizing it would "
-            f"{'overflow' if big else 'make every other record alike'}; correct or drop "
-            f"those records, or rescale the column")
-
-
-def _fold(x: str) -> str:
-    return x.strip().casefold()
-
-
-def normalise_categories(a: pd.DataFrame, b: pd.DataFrame, cols: Sequence[str],
-                         kinds: Mapping[str, str], notes: list[str] | None = None
-                         ) -> list[str]:
-    """Categories that differ between the files only by case or surrounding spaces
-    (``Female`` / ``female ``): a category of one file absent from the other but equal to
-    one of it after ``strip().casefold()``. The column is rewritten, in place in both
-    frames, to the folded text (an attacker would match them: the conservative reading,
-    it raises linkability) and named in ``notes``. Ordered Categoricals are left alone.
-    Returns the columns rewritten."""
-    done = []
-    for c in cols:
-        if kinds.get(c) != "nominal":
-            continue
-        sa, sb = a[c], b[c]
-        if any(isinstance(s.dtype, pd.CategoricalDtype) and s.dtype.ordered for s in (sa, sb)):
-            continue
-        va = {x for x in sa.dropna().unique() if isinstance(x, str)}
-        vb = {x for x in sb.dropna().unique() if isinstance(x, str)}
-        if not va or not vb:
-            continue
-        fold = _fold
-        fb: dict[str, list[str]] = {}
-        for y in vb:
-            fb.setdefault(fold(y), []).append(y)
-        fa: dict[str, list[str]] = {}
-        for x in va:
-            fa.setdefault(fold(x), []).append(x)
-        pairs = sorted({(x, y) for x in va - vb for y in fb.get(fold(x), ())}
-                       | {(x, y) for y in vb - va for x in fa.get(fold(y), ())})
-        if not pairs:
-            continue
-        for df in (a, b):
-            s = df[c]
-            df[c] = s.map(lambda x: _fold(x) if isinstance(x, str) else x).astype(object)
-        done.append(c)
-        if notes is not None:
-            ex = ", ".join(f"{x!r}/{y!r}" for x, y in pairs[:3])
-            notes.append(f"categories of {c!r} differ between the files only by case or "
-                         f"spaces ({ex}{' …' if len(pairs) > 3 else ''}): matched ignoring "
-                         "case and surrounding spaces (an attacker would)")
-    return done
+    return bool(np.all(same))
 
 
 def select_qi(
@@ -305,17 +110,13 @@ def select_qi(
     truth: np.ndarray | None = None,
     notes: list[str] | None = None,
     screen: bool = False,
-    dropped: list[str] | None = None,
 ) -> list[str]:
     """The QI columns: those named, or (default) every column common to both files except
-    the id columns. With ``screen`` (the data owner's path: ``assess``) the default also
-    leaves out id-like columns (:func:`id_like`) and weight-like columns
-    (:func:`weight_like`), each named in ``notes`` (the caller shows them as warnings).
-    Columns the release carries unchanged stay: an unchanged QI is the most dangerous one
-    (:func:`unchanged_qis` reports them). Without ``qi``, a column of one file only is
-    named in ``notes`` (with the release column that looks like it renamed, if any; under
-    ``truth``) and appended to ``dropped``. Raises when a named column is missing from
-    either file."""
+    the id columns. With ``screen`` (the data owner's paths: ``assess`` and the CLI) the
+    default also leaves out id-like columns (:func:`id_like`), weight-like columns
+    (:func:`weight_like`) and columns the release carries unchanged under ``truth``
+    (:func:`unchanged_in_release`), each named in ``notes`` (the caller shows them as
+    warnings). Raises when a named column is missing from either file."""
     id_cols = _qi_arg(ids, "ids") or []
     cols = _qi_arg(qi, "qi")
     if cols is None:
@@ -325,16 +126,18 @@ def select_qi(
                 "the two files have no column in common; name the QI columns with --qi "
                 "(files must use the same column names)"
             )
-        only_a, only_b, renamed = unmatched_columns(original, masked, id_cols, truth)
-        if (only_a or only_b) and notes is not None:
-            notes.append(_one_file_note(only_a, only_b, renamed))
-        if dropped is not None:
-            dropped.extend(only_a + only_b)
         if not screen:
             return cols
         idl = [c for c in cols if id_like(original[c], c)]
         wts = [c for c in cols if c not in idl and weight_like(c)]
-        kept = [c for c in cols if c not in idl and c not in wts]
+        rest = [c for c in cols if c not in idl and c not in wts]
+        same = [c for c in rest if unchanged_in_release(original[c], masked[c], truth)]
+        if rest and len(same) == len(rest):
+            if notes is not None:
+                notes.append("the release equals the original on every QI "
+                             f"({', '.join(map(str, same))}): nothing was masked")
+            same = []
+        kept = [c for c in rest if c not in same]
         if not kept:
             raise LinkriskError(
                 "every common column looks like an identifier or a weight "
@@ -342,7 +145,8 @@ def select_qi(
         if notes is not None:
             for what, names, why in (
                     ("id-like", idl, "unique per record or named like an identifier"),
-                    ("weight-like", wts, "named like a survey weight")):
+                    ("weight-like", wts, "named like a survey weight"),
+                    ("unchanged", same, "released without masking")):
                 if names:
                     notes.append(f"{what} column{'s' if len(names) > 1 else ''} "
                                  f"{', '.join(map(str, names))} ({why}) left out of the "
@@ -373,7 +177,8 @@ def is_number(s: pd.Series) -> bool:
     Returns
     -------
     bool
-        True exactly when :func:`infer_kind` returns ``"numeric"``.
+        True when :func:`infer_kind` returns ``"numeric"``, except for dates (which it
+        also reads as numeric: :func:`numeric_matrix` converts them to days).
     """
     return bool(pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s))
 
@@ -391,11 +196,15 @@ def infer_kind(s: pd.Series) -> str:
     -------
     str
         ``ordinal`` for ordered Categoricals, ``nominal`` for other non-numeric columns,
-        ``numeric`` for numbers (booleans count as nominal).
+        ``numeric`` for numbers and for dates and datetimes (:func:`linkrisk.dates.date_days`:
+        a datetime dtype, date objects or ISO/unambiguous text dates, compared as days since
+        1970-01-01); booleans count as nominal.
     """
     if isinstance(s.dtype, pd.CategoricalDtype):
         return "ordinal" if s.dtype.ordered else "nominal"
-    return "numeric" if is_number(s) else "nominal"
+    if is_number(s):
+        return "numeric"
+    return "numeric" if date_days(s) is not None else "nominal"
 
 
 def coded(s: pd.Series) -> bool:
@@ -588,7 +397,10 @@ def numeric_matrix(df: pd.DataFrame, cols: Sequence[str], *, what: str = "file",
     out = np.empty((len(df), len(cols)), dtype=np.float64)
     for j, c in enumerate(cols):
         s = df[c]
-        if not is_number(s):  # only on the linking path: masking refused it above
+        days = None if is_number(s) else date_days(s)
+        if days is not None:  # dates: days since 1970-01-01, as in files read by fileio
+            s = pd.Series(days[0], index=s.index)
+        elif not is_number(s):  # only on the linking path: masking refused it above
             conv = pd.to_numeric(s, errors="coerce")
             bad_rows = conv.isna() & s.notna()
             if bad_rows.any():
@@ -633,9 +445,72 @@ def truth_from_ids(
         missing = [c for c in id_cols if c not in df.columns]
         if missing:
             raise LinkriskError(f"id column(s) {missing} not in the {name} file")
-    ka = pd.MultiIndex.from_frame(a[id_cols]) if len(id_cols) > 1 else pd.Index(a[id_cols[0]])
-    kb = pd.MultiIndex.from_frame(b[id_cols]) if len(id_cols) > 1 else pd.Index(b[id_cols[0]])
+    la = [id_labels(a[c]) for c in id_cols]
+    lb = [id_labels(b[c]) for c in id_cols]
+    ka, kb = _id_index(la), _id_index(lb)
     for name, k in (("original", ka), ("masked", kb)):
         if k.has_duplicates:
-            raise LinkriskError(f"id values repeat in the {name} file; ids must identify records")
-    return kb.get_indexer(ka).astype(np.int64)
+            ex = k[k.duplicated()][0]
+            raise LinkriskError(f"id values repeat in the {name} file ({ex!r} occurs more than "
+                                "once); ids must identify records")
+    truth = kb.get_indexer(ka).astype(np.int64)
+    _check_id_spelling(id_cols, la, lb, float(np.mean(truth >= 0)))
+    return truth
+
+
+def _id_label(v: object) -> object:
+    if v is None or (isinstance(v, float) and np.isnan(v)) or v is pd.NA or v is pd.NaT:
+        return None
+    if isinstance(v, (bool, np.bool_)):
+        return str(bool(v))
+    if isinstance(v, (int, np.integer)):
+        return str(int(v))
+    if isinstance(v, (float, np.floating)):
+        f = float(v)
+        return str(int(f)) if f.is_integer() else repr(f)
+    return str(v).strip()
+
+
+def id_labels(s: pd.Series) -> pd.Series:
+    """An id column as labels (text): ids are names, not quantities, so ``001`` and
+    ``0001`` are two ids; text is stripped of surrounding blanks, numbers (from a numeric
+    dtype) are written without a trailing ``.0`` (``1`` and ``1.0`` are one value);
+    missing stays missing (None)."""
+    if pd.api.types.is_integer_dtype(s) and not isinstance(s.dtype, pd.CategoricalDtype) \
+            and not s.isna().any():
+        return s.astype(np.int64).astype(str).astype(object)
+    return pd.Series([_id_label(v) for v in s.astype(object)], index=s.index, dtype=object)
+
+
+def _id_index(labels: list[pd.Series]) -> pd.Index:
+    if len(labels) == 1:
+        return pd.Index(labels[0].to_numpy(), dtype=object)
+    return pd.MultiIndex.from_arrays([v.to_numpy() for v in labels])
+
+
+def _check_id_spelling(id_cols: list[str], la: list[pd.Series], lb: list[pd.Series],
+                       rate: float) -> None:
+    """Refuse ids written differently in the two files (``1`` and ``1.0``, ``001`` and
+    ``1``): few ids match as text but most match as numbers."""
+    if rate >= 0.5:
+        return
+    na = [pd.to_numeric(v, errors="coerce") for v in la]
+    nb = [pd.to_numeric(v, errors="coerce") for v in lb]
+    if any((n.isna() & v.notna()).any() for n, v in zip(na + nb, la + lb, strict=True)):
+        return  # some id is not a number: text is the only reading
+    ka, kb = _id_index(na), _id_index(nb)
+    hit = ka.isin(kb)
+    num_rate = float(np.mean(hit))
+    if num_rate < 0.5 or num_rate < rate + 0.25:
+        return
+    i = int(np.flatnonzero(hit & ~_id_index(la).isin(_id_index(lb)))[0])
+    j = int(kb.get_indexer(ka[i:i + 1])[0]) if not kb.has_duplicates else \
+        int(np.flatnonzero(kb == ka[i])[0])
+    ex_a = tuple(v.iloc[i] for v in la) if len(la) > 1 else la[0].iloc[i]
+    ex_b = tuple(v.iloc[j] for v in lb) if len(lb) > 1 else lb[0].iloc[j]
+    raise LinkriskError(
+        f"id column{'s' if len(id_cols) > 1 else ''} {', '.join(map(repr, id_cols))} "
+        f"{'are' if len(id_cols) > 1 else 'is'} written differently in the two files "
+        f"({ex_a!r} in the original, {ex_b!r} in the masked file): {100 * rate:.0f} % of the "
+        f"original ids occur in the masked file as written, {100 * num_rate:.0f} % as "
+        "numbers; ids are compared as text, so write them the same way in both files")

@@ -67,10 +67,11 @@ def _cached_rows(cache: Path) -> pd.DataFrame:
 
 
 def _risk_attacks(method, kind):
+    # "scenarios": the worst case over attacker scenarios (#39)
     if kind == "categorical":
-        return [*CATEGORICAL_ATTACKS, "gdbrl"]
+        return [*CATEGORICAL_ATTACKS, "gdbrl", "scenarios"]
     extra = ["rsrl", "rsrl_union"] if method.startswith("rank_swap") else []
-    return [*NUMERIC_ATTACKS, "gdbrl", *extra]
+    return [*NUMERIC_ATTACKS, "gdbrl", *extra, "scenarios"]
 
 
 def brute_force(rows, specs, kind, max_risk):

@@ -696,6 +696,7 @@ def _sweep(grids: list[MethodGrid], chosen_base: list[str], needed: list[str], m
                 if dropped:
                     notes.append(f"{label}: {', '.join(dropped)} left out (only for a rank "
                                  "swap with a known p)")
+            chosen.append("scenarios")  # the worst case over attacker scenarios (#39)
             attacks = []
             for a in list(dict.fromkeys(chosen + needed)):
                 params: dict[str, Any] = {}

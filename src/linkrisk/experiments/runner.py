@@ -174,8 +174,11 @@ def run_task(task: Task) -> list[dict[str, Any]]:
             params = {k: resolve_param(v, task.value) for k, v in att.params.items()}
             t1 = time.perf_counter()
             try:
-                res = run_attack(ctx, att.method, direction, **params)
-                val, err = 100.0 * res.rate, ""
+                if att.method == "scenarios":  # the worst case over attacker scenarios
+                    val, err = _scenarios_worst(ctx, task, params), ""
+                else:
+                    res = run_attack(ctx, att.method, direction, **params)
+                    val, err = 100.0 * res.rate, ""
             except LinkriskError as exc:
                 val, err = float("nan"), str(exc)
             rows.append({**base, "qi": qlabel, "kind": "attack", "name": att.label,
@@ -187,6 +190,19 @@ def run_task(task: Task) -> list[dict[str, Any]]:
     for r in rows:
         r["task_seconds"] = time.perf_counter() - t0
     return rows
+
+
+def _scenarios_worst(ctx: Any, task: Task, params: dict[str, Any]) -> float:
+    """The worst case in % over attacker scenarios (:func:`linkrisk.scenarios.search_scenarios`,
+    as ``assess`` takes it), the task's other attacks running on the worst scenario."""
+    from ..attacks import why_not
+    from ..scenarios import search_scenarios
+
+    others = {a.method: {k: resolve_param(v, task.value) for k, v in a.params.items()}
+              for a in task.attacks if a.method != "scenarios"}
+    names = [n for n, p in others.items() if why_not(ctx, n, p) is None]
+    found = search_scenarios(ctx, names, others, strategy=params.get("strategy", "all"))
+    return 100.0 * found.worst.rate
 
 
 def _attacker_file(orig: pd.DataFrame, rel: pd.DataFrame, task: Task) -> pd.DataFrame:
