@@ -262,10 +262,12 @@ KINDS_HELP = "kind overrides: col=numeric|ordinal|nominal,..."
 NOMINAL_HELP = "columns to read as nominal categories: a,b (shorthand for --kinds a=nominal)"
 ROW_ORDER_HELP = ("trust that row i of the release is the masked row i of the original "
                   "(skip the check)")
-#: --memory: the engine's default budget, resolved once for this machine
-MEMORY_DEFAULT = linkrisk.engine.budget.format_size(linkrisk.engine.budget.DEFAULT_MEMORY_BUDGET)
-MEMORY_HELP = ("engine working-memory budget, e.g. 2GiB (default: "
-               f"{linkrisk.engine.budget.describe_default()})")
+#: --memory: the engine's default budget, resolved once for this machine (docs/methods.md,
+#: "Working memory")
+_BUDGET = LinkSettings().memory_budget
+MEMORY_DEFAULT = f"{_BUDGET // 2**20}MiB" if _BUDGET % 2**20 == 0 else str(_BUDGET)
+MEMORY_HELP = ("engine working-memory budget, e.g. 2GiB (default: 1/8 of available memory "
+               f"within 256 MiB–4 GiB, or $LINKRISK_MEMORY; here {_BUDGET / 2**30:.1f} GiB)")
 
 
 @app.command()

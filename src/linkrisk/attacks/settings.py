@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..data import KINDS, parse_columns, parse_kinds
-from ..engine.nearest import DEFAULT_MEMORY_BUDGET, Progress
+from ..engine.budget import DEFAULT_MEMORY_BUDGET
+from ..engine.nearest import Progress
 from ..errors import LinkriskError
 from ..options import check_seed, parse_size
 
@@ -79,8 +80,10 @@ class LinkSettings:
         ``"original->masked"`` (the attacker holds original records and searches the
         release; default) or ``"masked->original"`` (aliases: forward/o2m, backward/m2o).
     memory_budget : int or str
-        Bytes of working memory of the blocked engine (``"512MiB"`` is read too); at least
-        1 MiB.
+        Bytes of working memory of the blocked engine (``"2GiB"`` is read too); at least
+        1 MiB. Default: 1/8 of the memory available at import, within 256 MiB–4 GiB, or
+        the environment variable ``LINKRISK_MEMORY`` (:mod:`linkrisk.engine.budget`);
+        ``to_dict`` holds the resolved number.
     seed : int
         Seed of the tie breaking of the reported links (≥ 0).
     backend : str

@@ -88,9 +88,14 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from ...errors import LinkriskError
+from ..budget import (
+    DEFAULT_MEMORY_BUDGET,
+    GRAPH_EDGE_BYTES,
+    dense_matrix_bytes,
+    knn_entry_bytes,
+)
 from ..nearest.kernels import Pairwise, Tables
 from ..nearest.rules import RTOL, Progress, Stages
-from ..nearest.sets import DEFAULT_MEMORY_BUDGET
 from . import transport
 from .assignment import (
     GRAPH_ROOM,
@@ -291,7 +296,7 @@ def _choose_solver(pw: Pairwise, solver: str, lim: np.ndarray | None, delta: flo
                      and ties == "matching" and transport.available())
     pats = None
     if solver == "auto":
-        fits = 16 * n_a * n_b <= memory_budget
+        fits = dense_matrix_bytes(n_a, n_b) <= memory_budget
         if max(n_a, n_b) <= dense_max_n and fits and ties == "matching" and lim is None:
             solver = "dense"
         else:
@@ -406,7 +411,8 @@ def _explicit(pw: Pairwise, lim: np.ndarray, approx: bool, ties: str, rtol: floa
               memory_budget: int, stages: Stages) -> Matching:
     n_a, n_b = pw.x.shape[0], pw.y.shape[0]
     cb = stages.stage(0, 400)
-    indptr, idx, cost = within_graph(pw, lim, max_edges=max(memory_budget // 48, 10**6))
+    indptr, idx, cost = within_graph(pw, lim,
+                                     max_edges=max(memory_budget // GRAPH_EDGE_BYTES, 10**6))
     if cb:
         cb(1, 1)
     flip = n_a > n_b
@@ -499,10 +505,7 @@ def _list_length(n_r: int, n_c: int, k: int, k_list: int, memory_budget: int,
     entry (forward lists, one backward copy per thread and the merged one); screened
     lists: 12 per entry in both directions and the backward log (LIST_MEAN of the width,
     8 bytes an entry, and 4 more while it is grouped)."""
-    if screened:
-        per_k = 12 * (n_r + n_c) + int(12 * LIST_MEAN * n_c)
-    else:
-        per_k = 16 * (n_r + (nb.get_num_threads() + 1) * n_c)
+    per_k = knn_entry_bytes(n_r, n_c, screened, nb.get_num_threads(), LIST_MEAN)
     K = int(max(min(MIN_K, k_list), min(k_list, memory_budget // per_k)))
     return K, min(k, K)
 

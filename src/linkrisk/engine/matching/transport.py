@@ -43,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from ..budget import transport_bytes
 from ..nearest.kernels import Pairwise
 from .knn import dense_costs, pair_costs, scan_gated
 
@@ -190,7 +191,7 @@ def pattern_matching(pw: Pairwise, pats: Patterns, *, seed: int, rtol: float,
     res_a[shared] -= keep
     res_b[twin] -= keep
     src, snk = np.flatnonzero(res_a > 0), np.flatnonzero(res_b > 0)
-    if 8 * src.size * snk.size > memory_budget:
+    if transport_bytes(src.size, snk.size) > memory_budget:
         return None
     # 2. the residual transport, exactly
     p, q, f = [shared], [twin], [keep]
@@ -205,7 +206,7 @@ def pattern_matching(pw: Pairwise, pats: Patterns, *, seed: int, rtol: float,
     tol = rtol * max(float(np.abs(arc_cost).max(initial=0.0)), 1.0)
     certified = _slack_ok(pat, snk, v_t, p, q, arc_cost, tol)
     full = False
-    if not certified and 8 * pa.shape[0] * pb.shape[0] <= memory_budget:
+    if not certified and transport_bytes(pa.shape[0], pb.shape[0]) <= memory_budget:
         # the reduction did not hold (the cost is not a metric): the whole pattern problem
         (p, q, f), v_all = _emd(sa, sb, dense_costs(pat))
         arc_cost = pair_costs(pat, p, q)

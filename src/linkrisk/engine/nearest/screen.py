@@ -33,6 +33,7 @@ import numba as nb
 import numpy as np
 
 from ...errors import LinkriskError
+from ..budget import screen_row_bytes
 from .kernels import Pairwise
 from .rules import pick_np, tie_threshold_np
 from .sets import NearestSets, exact_sets
@@ -155,7 +156,7 @@ def screened_sets(pw: Pairwise, truth: np.ndarray, rid: np.ndarray, *, rtol: flo
         ix.add(np.ascontiguousarray(b[lo:hi], dtype=np.float32))
         parts.append(ix)
     # per row: float32 copy, best/second/other minima, labels, parts (+ temporaries)
-    rows = int(np.clip(memory_budget // (4 * m + 64), 1024, 262_144))
+    rows = int(np.clip(memory_budget // screen_row_bytes(m), 1024, 262_144))
     rows = query_rows(faiss, rows, n_a)
     best = np.empty(n_a, np.float32)
     other = np.empty(n_a, np.float32)
@@ -223,7 +224,7 @@ def k_screened_sets(pw: Pairwise, truth: np.ndarray, rid: np.ndarray, *, rtol: f
     out_link = np.empty(n_a, np.int64)
     todo = np.zeros(n_a, np.bool_)
     # per row: float32 input copy, k distances and labels, k exact scores (+ temporaries)
-    rows = int(np.clip(memory_budget // (4 * m + 40 * k + 64), 1024, 262_144))
+    rows = int(np.clip(memory_budget // screen_row_bytes(m, k), 1024, 262_144))
     rows = query_rows(faiss, rows, n_a)
     for r0 in range(0, n_a, rows):
         r1 = min(r0 + rows, n_a)

@@ -7,13 +7,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..budget import DEFAULT_MEMORY_BUDGET, block_row_bytes
 from .hamming import count_dtype, hamming_tile, nearest_block_hamming
 from .intkernels import I_HAMMING, integer_form, rank_kernel
 from .kernels import Pairwise, nearest_block, recount_rows
 from .rules import Progress, tie_threshold_np, tile_width
 
-#: default working-memory budget of the engine, bytes
-DEFAULT_MEMORY_BUDGET = 512 * 2**20
+__all__ = ["DEFAULT_MEMORY_BUDGET", "NearestSets", "exact_sets", "plan_blocks"]
 
 
 @dataclass
@@ -38,7 +38,7 @@ def plan_blocks(n_a: int, n_b: int, m: int, memory_budget: int, cap: int) -> tup
     outputs plus the per-row tie buffers; tiles are sized so that an attribute-major tile of
     B (m × tile doubles) stays within ~256 KiB of cache."""
     tile = tile_width(m)
-    per_row = 8 * (5 + 2 * cap) + 8 * m
+    per_row = block_row_bytes(m, cap)
     rows = int(max(256, min(n_a, memory_budget // max(per_row, 1), 1 << 16)))
     return rows, tile
 
