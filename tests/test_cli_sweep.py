@@ -106,6 +106,24 @@ def _with_ids(d: Path) -> None:
     _csv(d, "m.csv", m)
 
 
+def _masked_ids(d: Path) -> None:
+    o = _orig().assign(rid=np.arange(N))
+    _csv(d, "o.csv", o)
+    _csv(d, "m.csv", _rel(_orig()).assign(rid=np.arange(N) + 0.5))
+
+
+def _wrong_ids(d: Path) -> None:
+    o = _orig().assign(rid=np.arange(N))
+    _csv(d, "o.csv", o)
+    _csv(d, "m.csv", _rel(_orig()).assign(rid=np.random.default_rng(1).permutation(N)))
+
+
+def _huge(d: Path) -> None:
+    o = _set(_orig(), "v3", 9, 1e300)
+    _csv(d, "o.csv", o)
+    _csv(d, "m.csv", _set(_rel(_orig()), "v3", 9, 1e300))
+
+
 def _dup_ids(d: Path) -> None:
     o = _orig().assign(rid=[i // 2 for i in range(N)])
     _csv(d, "o.csv", o)
@@ -181,7 +199,13 @@ SWEEP = [
     ("id column missing", base, ATTACK + ["--ids", "rid"], 2, "not in the original file"),
     ("id values repeat", _dup_ids, ATTACK + ["--ids", "rid"], 2, "id values repeat"),
     ("no common column", _no_common, ATTACK, 2, "no column in common"),
-    ("only id/weight columns", _all_ids, ATTACK, 2, "looks like an identifier or a weight"),
+    ("only id/weight columns", _all_ids, ASSESS, 2, "looks like an identifier or a weight"),
+    ("ids that pair no record", _masked_ids, ASSESS + ["--ids", "rid"], 2,
+     "pairs only 0 of the 60 records"),
+    ("ids that pair the wrong records", _wrong_ids, ATTACK + ["--ids", "rid"], 2,
+     "the ids do not pair masked records"),
+    ("a value that overflows", _huge, ASSESS, 2, "column 'v3' of the attacker's file has values "
+     "too large"),
     ("unknown QI column", base, ATTACK + ["--qi", "v1,zz"], 2, "'zz' not in"),
     ("QI named twice", base, ATTACK + ["--qi", "v1,v1"], 2, "named twice"),
     ("unknown kind", base, ATTACK + ["--kinds", "v1=interval"], 2, "unknown attribute kind"),

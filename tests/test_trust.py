@@ -61,7 +61,8 @@ def test_shuffled_release_refused_and_ids_give_the_same_answer(pair):
     b = linkrisk.assess(orig, rel, attacks="dbrl,prl")
     assert a.measures["IL"] == pytest.approx(b.measures["IL"])
     assert a.measures["ID"] == pytest.approx(b.measures["ID"])
-    assert a.settings["truth"] == "id column rid"
+    assert a.settings["truth"].startswith("id column rid (500 records paired, 100 % of the "
+                                          "smaller file; checked")
     assert b.settings["truth"].startswith("row order (checked")
 
 
@@ -137,16 +138,20 @@ def test_household_codes_ids_weights_and_unchanged_columns(data_dir, tmp_path, c
     text = " ".join(warn)
     assert re.search(r"id-like column.*ori_hid", text)
     assert re.search(r"weight-like columns sampling_weight, household_weights", text)
-    assert re.search(r"unchanged columns .*income", text) and "savings" in text
+    assert "unchanged columns" not in text  # unchanged QIs stay: the most dangerous ones
     assert re.search(r"integer columns .*roof.* read as coded categories", text)
     d = json.loads(out)
     qi = d["settings"]["qi"]
-    assert set(qi) == {"roof", "walls", "water", "expend"}
+    assert {"roof", "walls", "water", "expend", "income", "savings"} <= set(qi)
+    assert "ori_hid" not in qi and "sampling_weight" not in qi
+    assert d["unchanged"]["income"]["share_identical"] == 1.0
+    assert d["unchanged"]["income"]["unique_records"] > 0
+    assert "expend" not in d["unchanged"]
     assert d["settings"]["kinds"]["roof"] == "nominal"
     assert d["settings"]["kinds"]["expend"] == "numeric"
     assert len(d["warnings"]) == len(warn)
     html = (tmp_path / "r.html").read_text()
-    assert "quasi-identifiers used" in html and "roof, walls, water, expend" in html
+    assert "quasi-identifiers used" in html and "roof, walls, water" in html
     assert "ori_hid" in html  # named in the warnings section
 
 
@@ -169,9 +174,9 @@ def test_explicit_qi_is_used_as_given_and_identity_release_kept():
     assert select_qi(df, df, "id,x", notes=notes, screen=True) == ["id", "x"] and notes == []
     # the research API keeps every common column unless asked to screen
     assert select_qi(df, df) == ["id", "x"]
-    # the release equals the original on every QI: they stay, with a warning
+    # columns released unchanged stay in the default QIs
     same = select_qi(df[["x"]], df[["x"]], truth=np.arange(30), notes=notes, screen=True)
-    assert same == ["x"] and "nothing was masked" in notes[0]
+    assert same == ["x"] and notes == []
 
 
 # ------------------------------------------------------------------ API argument types
@@ -356,3 +361,140 @@ def test_install_hint_keeps_its_brackets(capsys):
         warnings.simplefilter("ignore")
         code, _, err = run(["attack", "a[report].csv", "b.csv"], capsys)
     assert code == 2 and "a[report].csv" in err
+
+
+# ------------------------------------------------------------------ issue 38: no verdict on an unchecked assumption
+def _census_part(tmp_path):
+    census = linkrisk.datasets.load("census")
+    part = linkrisk.mask(census, "noise", a=1, columns=["AGI", "FEDTAX"], seed=1)
+    part.to_csv(tmp_path / "part.csv", index=False)
+    return census, part
+
+
+def test_unchanged_columns_stay_in_the_default_qis_and_are_named(tmp_path, capsys):
+    census, part = _census_part(tmp_path)
+    a = linkrisk.assess(census, part, attacks="rbrl_sum", max_risk=5)
+    assert "EMCONTRB" in a.settings["qi"] and len(a.settings["qi"]) == 12
+    assert a.exceeds and 100 * a.worst.rate > 90  # was 0.46 % on AGI and FEDTAX alone
+    u = a.unchanged
+    assert "AGI" not in u and u["EMCONTRB"]["share_identical"] == 1.0
+    assert u["EMCONTRB"]["unique_records"] > 1000
+    assert a.to_dict()["unchanged"]["EMCONTRB"] == u["EMCONTRB"]
+    assert "EMCONTRB" in a.verdict_notes[0]
+    code, out, err = run(["assess", "census", tmp_path / "part.csv", "-m", "rbrl_sum",
+                          "--max-risk", "5%"], capsys)
+    assert code == 3, err
+    verdict = [ln for ln in err.splitlines() if "above the limit" in ln]
+    assert verdict and "EMCONTRB" in verdict[0] and "unchanged" in verdict[0]
+
+
+def _pid_files(tmp_path, capsys):
+    census = linkrisk.datasets.load("census")
+    census.insert(0, "pid", np.arange(1, len(census) + 1))
+    census.to_csv(tmp_path / "o.csv", index=False)
+    code, _, err = run(["mask", tmp_path / "o.csv", "-m", "noise", "-p", "a=0.5", "--seed", 1,
+                        "-o", tmp_path / "r.csv"], capsys)
+    assert code == 0 and "warning: id-like column pid" in err
+    rel = pd.read_csv(tmp_path / "r.csv")
+    assert (rel["pid"] == census["pid"]).all() and (rel["AGI"] != census["AGI"]).any()
+    return census, rel
+
+
+def test_mask_leaves_ids_alone_and_assess_checks_that_ids_pair_records(tmp_path, capsys):
+    census, rel = _pid_files(tmp_path, capsys)
+    # named in --columns, the id is masked as asked
+    masked_id = linkrisk.mask(census, "noise", a=0.5, seed=1, columns=["pid", "AGI"])
+    assert (masked_id["pid"] != census["pid"]).all()
+    rel.assign(pid=masked_id["pid"]).to_csv(tmp_path / "noised.csv", index=False)
+    shuffled = rel.assign(pid=np.random.default_rng(0).permutation(rel["pid"].to_numpy()))
+    shuffled.to_csv(tmp_path / "shuffled.csv", index=False)
+    for name, phrase in (("noised.csv", "pairs only 0 of the 1,080 records"),
+                         ("shuffled.csv", "the ids do not pair masked records")):
+        for cmd in (["assess", "--max-risk", "5%"], ["attack"]):
+            code, _, err = run([cmd[0], tmp_path / "o.csv", tmp_path / name, "--ids", "pid",
+                                *cmd[1:]], capsys)
+            lines = [ln for ln in err.splitlines() if ln.strip()]
+            assert code == 2 and len(lines) == 1 and phrase in lines[0], err
+    # the genuine ids, shuffled with their records: accepted, and the share is reported
+    res = linkrisk.attack(census, rel.sample(frac=1, random_state=2), ["dbrl"], ids="pid",
+                          errors="collect")
+    assert "1,080 records paired, 100 %" in res.truth and "checked" in res.truth
+
+
+def test_overflowing_values_are_refused_without_numpy_warnings(capsys):
+    o = linkrisk.datasets.load("census")
+    m = linkrisk.mask(o, "noise", a=1, seed=1)
+    for big in (1e300, 1e100):
+        o2, m2 = o.copy(), m.copy()
+        o2.loc[5, "AGI"] = m2.loc[5, "AGI"] = big
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)
+            for meth in ("mahalanobis", "dbrl"):
+                with pytest.raises(LinkriskError, match=r"column 'AGI'.*row 5"):
+                    linkrisk.attack(o2, m2, meth)
+
+
+def test_renamed_column_and_case_only_categories(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    n = 400
+    o = pd.DataFrame({"sex": rng.choice(["Female", "Male"], n),
+                      "job": rng.choice(["clerk", "farmer", "teacher", "nurse", "driver"], n),
+                      "region": rng.choice(list("abcdefgh"), n)})
+    m = linkrisk.mask(o, "pram", columns=["region"], seed=1)
+    right = linkrisk.attack(o, m, "dbrl_hamming").rate
+    lower = m.assign(sex=m["sex"].str.lower() + " ")
+    with pytest.warns(LinkriskWarning, match="'sex' differ between the files only by case"):
+        got = linkrisk.attack(o, lower, "dbrl_hamming").rate
+    assert got == right
+    # a renamed numeric column: named, with the rename suggested, and in the verdict
+    o = linkrisk.datasets.synthetic(300, 4, seed=1)
+    m = linkrisk.mask(o, "noise", a=0.3, seed=2).rename(columns={"v2": "income"})
+    o.to_csv(tmp_path / "o.csv", index=False)
+    m.to_csv(tmp_path / "m.csv", index=False)
+    code, _, err = run(["assess", tmp_path / "o.csv", tmp_path / "m.csv", "-m", "dbrl",
+                        "--max-risk", "100%"], capsys)
+    assert code == 0, err
+    assert re.search(r"warning: columns v2 only in the original; income only in the release.*"
+                     r"'income' looks like 'v2' renamed", err)
+    assert re.search(r"within the limit.*not assessed \(in one file only\): v2, income", err)
+
+
+def test_no_attack_runs_is_an_error(pair, tmp_path, capsys, monkeypatch):
+    orig, rel = pair
+    orig.to_csv(tmp_path / "o.csv", index=False)
+    rel.to_csv(tmp_path / "m.csv", index=False)
+
+    def none_run(ctx, names, params=None, **kw):
+        return {}, {n: "cannot run here" for n in names}
+
+    monkeypatch.setattr(linkrisk.attacks, "run_attacks", none_run)
+    monkeypatch.setattr(linkrisk.assessment, "run_attacks", none_run)
+    for argv in (["attack", "-m", "all"], ["attack", "-m", "all", "--json"], ["assess"]):
+        code, out, err = run([argv[0], tmp_path / "o.csv", tmp_path / "m.csv", *argv[1:]],
+                             capsys)
+        lines = [ln for ln in err.splitlines() if ln.strip()]
+        assert code == 2 and out == "" and len(lines) == 1, err
+        assert lines[0].startswith("error: no attack could run")
+
+
+def test_api_and_cli_attack_use_the_same_default_qis(tmp_path, capsys):
+    census = linkrisk.datasets.load("census")
+    rel = linkrisk.mask(census, "noise", a=1, seed=3)
+    rel.to_csv(tmp_path / "r.csv", index=False)
+    code, out, err = run(["attack", "census", tmp_path / "r.csv", "--json"], capsys)
+    assert code == 0, err
+    res = json.loads(out)[0]
+    api = linkrisk.attack(census, rel)
+    assert res["qi"] == api.qi == list(census.columns)  # AFNLWGT included in both
+    assert res["rate"] == api.rate
+
+
+def test_results_as_frames_and_html(pair):
+    orig, rel = pair
+    res = linkrisk.attack(orig, rel, ["dbrl", "rbrl_max"])
+    f = res.to_frame()
+    assert list(f.index) == ["dbrl", "rbrl_max"] and f.loc["dbrl", "rate_%"] == 100 * res["dbrl"].rate
+    assert "<table" in res._repr_html_()
+    a = linkrisk.assess(orig, rel, attacks="dbrl,rbrl_max")
+    assert list(a.to_frame().index)[0] == a.worst.method
+    assert "Worst case" in a._repr_html_() and "<table" in a._repr_html_()

@@ -87,18 +87,214 @@ def weight_like(name: str) -> bool:
 def unchanged_in_release(a: pd.Series, b: pd.Series, truth: np.ndarray | None) -> bool:
     """Whether the release carries the column unchanged: every record's released value
     equals its original value under ``truth`` (row of B for each row of A, −1 = none)."""
+    share = share_identical(a, b, truth)
+    return share is not None and share == 1.0
+
+
+def share_identical(a: pd.Series, b: pd.Series, truth: np.ndarray | None) -> float | None:
+    """The share of true pairs (``truth``: row of B for each row of A, −1 = none) whose
+    released value equals the original value (missing = missing counts as equal); None
+    when no record is paired or the values cannot be compared."""
     if truth is None:
-        return False
+        return None
     ok = truth >= 0
     if not ok.any():
-        return False
+        return None
     va = a.to_numpy()[ok]
     vb = b.to_numpy()[truth[ok]]
     try:
-        same = (va == vb) | (pd.isna(va) & pd.isna(vb))
+        same = np.asarray((va == vb) | (pd.isna(va) & pd.isna(vb)), dtype=bool)
     except (TypeError, ValueError):
+        return None
+    return float(same.mean())
+
+
+#: a QI whose released values equal the original ones for at least this share of the true
+#: pairs is reported as released unchanged (:func:`unchanged_qis`)
+UNCHANGED_SHARE = 0.5
+
+
+def unchanged_qis(original: pd.DataFrame, masked: pd.DataFrame, qi: Sequence[str],
+                  truth: np.ndarray | None) -> dict[str, dict[str, float | int]]:
+    """The QIs the release carries unchanged, for all or most records: ``{column:
+    {"share_identical", "unique_records"}}`` for each QI whose released value equals the
+    original one for at least :data:`UNCHANGED_SHARE` of the true pairs. ``unique_records``
+    counts the records this column alone re-identifies: original value unique in the
+    original file, released unchanged, and unique in the release too (an exact match on
+    that one value finds the record). Such a QI is the most dangerous one, not one to
+    leave out (docs/methods.md, "Truth check and default QIs")."""
+    out: dict[str, dict[str, float | int]] = {}
+    if truth is None:
+        return out
+    ok = np.flatnonzero(truth >= 0)
+    for c in qi:
+        share = share_identical(original[c], masked[c], truth)
+        if share is None or share < UNCHANGED_SHARE:
+            continue
+        a, b = original[c], masked[c]
+        try:
+            ca = a.map(a.value_counts(dropna=True)).to_numpy()
+            cb = b.map(b.value_counts(dropna=True)).to_numpy()
+            va, vb = a.to_numpy()[ok], b.to_numpy()[truth[ok]]
+            same = np.asarray(va == vb, dtype=bool) & ~np.asarray(pd.isna(va), dtype=bool)
+            uniq = same & (ca[ok] == 1) & (cb[truth[ok]] == 1)
+        except (TypeError, ValueError):
+            continue
+        out[c] = {"share_identical": round(share, 6), "unique_records": int(uniq.sum())}
+    return out
+
+
+def _profile_match(a: pd.Series, b: pd.Series, truth: np.ndarray | None) -> bool:
+    """Whether released column ``b`` looks like original column ``a`` under another name:
+    both numeric and correlated (rank correlation ≥ 0.5) over the true pairs, or both
+    categorical with at least half of the paired values equal (as text); without pairs,
+    the same set of values."""
+    num_a, num_b = is_number(a), is_number(b)
+    if num_a != num_b:
         return False
-    return bool(np.all(same))
+    if truth is not None and (truth >= 0).sum() >= 10:
+        ok = truth >= 0
+        va = a.reset_index(drop=True)[ok]
+        vb = b.reset_index(drop=True).iloc[truth[ok]].reset_index(drop=True)
+        va = va.reset_index(drop=True)
+        if num_a:
+            with np.errstate(all="ignore"):
+                r = va.rank().corr(vb.rank())
+            return bool(np.isfinite(r) and r >= 0.5)
+        return bool((va.astype(str).to_numpy() == vb.astype(str).to_numpy()).mean() >= 0.5)
+    if num_a:
+        return False
+    return set(a.dropna().astype(str)) == set(b.dropna().astype(str))
+
+
+def unmatched_columns(original: pd.DataFrame, masked: pd.DataFrame,
+                      ids: Sequence[str] = (), truth: np.ndarray | None = None
+                      ) -> tuple[list[str], list[str], dict[str, str]]:
+    """Columns of one file only (ids left aside): (only in the original, only in the
+    release, {original column: release column} where a release column has the same
+    values-profile as an original one, :func:`_profile_match`: probably renamed)."""
+    in_b, in_a = set(masked.columns), set(original.columns)
+    only_a = [c for c in original.columns if c not in in_b and c not in ids]
+    only_b = [c for c in masked.columns if c not in in_a and c not in ids]
+    renamed: dict[str, str] = {}
+    for c in only_a:
+        for d in only_b:
+            if d not in renamed.values() and _profile_match(original[c], masked[d], truth):
+                renamed[c] = d
+                break
+    return only_a, only_b, renamed
+
+
+def _one_file_note(only_a: Sequence[str], only_b: Sequence[str],
+                   renamed: Mapping[str, str]) -> str:
+    parts = []
+    for what, names in (("the original", only_a), ("the release", only_b)):
+        if names:
+            parts.append(f"{', '.join(map(str, names))} only in {what}")
+    msg = ("column" + ("s " if len(only_a) + len(only_b) > 1 else " ") + "; ".join(parts)
+           + ": not assessed (the default QIs are the columns both files share)")
+    if renamed:
+        msg += ("; " + ", ".join(f"the release's {d!r} looks like {c!r} renamed"
+                                 for c, d in renamed.items())
+                + ": give it the same name in both files to assess it")
+    return msg
+
+
+#: a numeric QI is refused when its spread is this many times the typical distance of its
+#: values from their median: standardizing it would overflow or squash the other records
+#: onto one value (:func:`check_scale`)
+SCALE_RATIO = 1e12
+#: values beyond this magnitude overflow in the squares and covariances of the attacks
+MAX_MAGNITUDE = 1e150
+
+
+def check_scale(df: pd.DataFrame, cols: Sequence[str], what: str) -> None:
+    """Refuse, with one line naming the column and the rows, a numeric column whose values
+    cannot be standardized: a value beyond :data:`MAX_MAGNITUDE` (its square and the
+    column's variance overflow), or a few values so far out (the column's standard
+    deviation :data:`SCALE_RATIO` times the typical distance from the median) that every
+    other record standardizes to the same number. Either would make the attacks tie or
+    compare infinities, and report a lower risk than the data carry. Missing and infinite
+    values are left to the attacks' own checks."""
+    for c in cols:
+        s = df[c]
+        if not is_number(s):
+            continue
+        v = s.to_numpy(dtype=np.float64, na_value=np.nan)
+        fin = np.isfinite(v)
+        if fin.sum() < 2:
+            continue
+        x = v[fin]
+        with np.errstate(all="ignore"):
+            med = float(np.median(x))
+            d = np.abs(x - med)
+            big = bool((np.abs(x) > MAX_MAGNITUDE).any()) or not np.isfinite(d).all()
+            sd = float(np.std(x, ddof=1)) if not big else np.inf
+            nz = d[d > 0]
+            typical = float(np.median(nz)) if nz.size else 0.0
+            squashed = typical > 0 and (not np.isfinite(sd) or sd > SCALE_RATIO * typical)
+        if not (big or squashed):
+            continue
+        rows = np.flatnonzero(fin)
+        with np.errstate(all="ignore"):
+            far = (np.abs(x) > MAX_MAGNITUDE) | ~np.isfinite(d) | (
+                d > SCALE_RATIO ** 0.5 * max(typical, np.finfo(float).tiny))
+        bad = rows[far][:5]
+        vals = ", ".join(f"{v[i]:.3g}" for i in bad)
+        more = int(far.sum()) - len(bad)
+        raise LinkriskError(
+            f"column {c!r} of the {what} has values too large to compare with the others "
+            f"(row{'s' if far.sum() > 1 else ''} {', '.join(map(str, bad))}"
+            f"{f' and {more} more' if more > 0 else ''}: {vals}); standardizing it would "
+            f"{'overflow' if big else 'make every other record alike'}; correct or drop "
+            f"those records, or rescale the column")
+
+
+def _fold(x: str) -> str:
+    return x.strip().casefold()
+
+
+def normalise_categories(a: pd.DataFrame, b: pd.DataFrame, cols: Sequence[str],
+                         kinds: Mapping[str, str], notes: list[str] | None = None
+                         ) -> list[str]:
+    """Categories that differ between the files only by case or surrounding spaces
+    (``Female`` / ``female ``): a category of one file absent from the other but equal to
+    one of it after ``strip().casefold()``. The column is rewritten, in place in both
+    frames, to the folded text (an attacker would match them: the conservative reading,
+    it raises linkability) and named in ``notes``. Ordered Categoricals are left alone.
+    Returns the columns rewritten."""
+    done = []
+    for c in cols:
+        if kinds.get(c) != "nominal":
+            continue
+        sa, sb = a[c], b[c]
+        if any(isinstance(s.dtype, pd.CategoricalDtype) and s.dtype.ordered for s in (sa, sb)):
+            continue
+        va = {x for x in sa.dropna().unique() if isinstance(x, str)}
+        vb = {x for x in sb.dropna().unique() if isinstance(x, str)}
+        if not va or not vb:
+            continue
+        fold = _fold
+        fb: dict[str, list[str]] = {}
+        for y in vb:
+            fb.setdefault(fold(y), []).append(y)
+        fa: dict[str, list[str]] = {}
+        for x in va:
+            fa.setdefault(fold(x), []).append(x)
+        pairs = sorted({(x, y) for x in va - vb for y in fb.get(fold(x), ())}
+                       | {(x, y) for y in vb - va for x in fa.get(fold(y), ())})
+        if not pairs:
+            continue
+        for df in (a, b):
+            s = df[c]
+            df[c] = s.map(lambda x: _fold(x) if isinstance(x, str) else x).astype(object)
+        done.append(c)
+        if notes is not None:
+            ex = ", ".join(f"{x!r}/{y!r}" for x, y in pairs[:3])
+            notes.append(f"categories of {c!r} differ between the files only by case or "
+                         f"spaces ({ex}{' …' if len(pairs) > 3 else ''}): matched ignoring "
+                         "case and surrounding spaces (an attacker would)")
+    return done
 
 
 def select_qi(
@@ -110,13 +306,17 @@ def select_qi(
     truth: np.ndarray | None = None,
     notes: list[str] | None = None,
     screen: bool = False,
+    dropped: list[str] | None = None,
 ) -> list[str]:
     """The QI columns: those named, or (default) every column common to both files except
-    the id columns. With ``screen`` (the data owner's paths: ``assess`` and the CLI) the
-    default also leaves out id-like columns (:func:`id_like`), weight-like columns
-    (:func:`weight_like`) and columns the release carries unchanged under ``truth``
-    (:func:`unchanged_in_release`), each named in ``notes`` (the caller shows them as
-    warnings). Raises when a named column is missing from either file."""
+    the id columns. With ``screen`` (the data owner's path: ``assess``) the default also
+    leaves out id-like columns (:func:`id_like`) and weight-like columns
+    (:func:`weight_like`), each named in ``notes`` (the caller shows them as warnings).
+    Columns the release carries unchanged stay: an unchanged QI is the most dangerous one
+    (:func:`unchanged_qis` reports them). Without ``qi``, a column of one file only is
+    named in ``notes`` (with the release column that looks like it renamed, if any; under
+    ``truth``) and appended to ``dropped``. Raises when a named column is missing from
+    either file."""
     id_cols = _qi_arg(ids, "ids") or []
     cols = _qi_arg(qi, "qi")
     if cols is None:
@@ -126,18 +326,16 @@ def select_qi(
                 "the two files have no column in common; name the QI columns with --qi "
                 "(files must use the same column names)"
             )
+        only_a, only_b, renamed = unmatched_columns(original, masked, id_cols, truth)
+        if (only_a or only_b) and notes is not None:
+            notes.append(_one_file_note(only_a, only_b, renamed))
+        if dropped is not None:
+            dropped.extend(only_a + only_b)
         if not screen:
             return cols
         idl = [c for c in cols if id_like(original[c], c)]
         wts = [c for c in cols if c not in idl and weight_like(c)]
-        rest = [c for c in cols if c not in idl and c not in wts]
-        same = [c for c in rest if unchanged_in_release(original[c], masked[c], truth)]
-        if rest and len(same) == len(rest):
-            if notes is not None:
-                notes.append("the release equals the original on every QI "
-                             f"({', '.join(map(str, same))}): nothing was masked")
-            same = []
-        kept = [c for c in rest if c not in same]
+        kept = [c for c in cols if c not in idl and c not in wts]
         if not kept:
             raise LinkriskError(
                 "every common column looks like an identifier or a weight "
@@ -145,8 +343,7 @@ def select_qi(
         if notes is not None:
             for what, names, why in (
                     ("id-like", idl, "unique per record or named like an identifier"),
-                    ("weight-like", wts, "named like a survey weight"),
-                    ("unchanged", same, "released without masking")):
+                    ("weight-like", wts, "named like a survey weight")):
                 if names:
                     notes.append(f"{what} column{'s' if len(names) > 1 else ''} "
                                  f"{', '.join(map(str, names))} ({why}) left out of the "

@@ -4,6 +4,7 @@ several on one frozen :class:`LinkContext` built from one :class:`LinkSettings`
 
 from __future__ import annotations
 
+import re
 import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -12,7 +13,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..data import attribute_kinds, parse_columns, select_qi, truth_from_ids
+from ..data import (
+    attribute_kinds,
+    check_scale,
+    normalise_categories,
+    parse_columns,
+    select_qi,
+    truth_from_ids,
+)
 from ..engine.nearest import Progress
 from ..errors import LinkriskError, LinkriskWarning
 from ..truth import row_order_check
@@ -139,12 +147,16 @@ def make_context(
     The linkage options are ``settings`` (a :class:`LinkSettings`, default
     ``LinkSettings()``) with the keywords given (not None) applied, ``qi`` included.
     Integer columns with few distinct values are read as nominal codes
-    (:func:`linkrisk.data.attribute_kinds`); with ``screen_qi`` (``assess`` and the CLI)
-    the default QIs also leave out id-like, weight-like and unchanged columns
-    (:func:`linkrisk.data.select_qi`). Each such decision is a :class:`LinkriskWarning`
-    (and in ``ctx.notes``). Without ``ids`` the truth is row order, which is checked first
-    (:func:`linkrisk.truth.row_order_check`) unless ``assume_row_order``; the check's
-    outcome is ``ctx.truth_check``."""
+    (:func:`linkrisk.data.attribute_kinds`); with ``screen_qi`` (``assess``) the default
+    QIs also leave out id-like and weight-like columns (:func:`linkrisk.data.select_qi`);
+    columns of one file only are named; categories that differ between the files only by
+    case or spaces are matched (:func:`linkrisk.data.normalise_categories`). Each such
+    decision is a :class:`LinkriskWarning` (and in ``ctx.notes``). Numeric QIs whose
+    values cannot be standardized are refused (:func:`linkrisk.data.check_scale`). The
+    truth is checked first unless ``assume_row_order``: without ``ids`` row order
+    (:func:`linkrisk.truth.row_order_check`), with ``ids`` the share of records they pair
+    (at least half of the smaller file) and the same test on the records they pair; the
+    check's outcome is ``ctx.truth_check``."""
     st = resolve_settings(settings, qi=qi, ids=ids, kinds=kinds, direction=direction,
                           memory_budget=memory_budget, seed=seed, progress=progress,
                           backend=backend, scheduler=scheduler,
@@ -161,19 +173,69 @@ def make_context(
     ids_ = None if st.ids is None else list(st.ids)
     a_df, b_df = (original, masked) if direction == "original->masked" else (masked, original)
     truth = truth_from_ids(a_df, b_df, ids_)
+    if ids_ is not None:
+        _check_id_share(truth, len(a_df), len(b_df), ids_)
     notes: list[str] = []
     t_ab = truth if direction == "original->masked" else _invert(truth, len(original))
     cols = select_qi(original, masked, None if st.qi is None else list(st.qi), ids_,
                      truth=t_ab, notes=notes, screen=st.screen_qi)
     k = attribute_kinds(original, cols, dict(st.kinds or {}), notes=notes)
+    for df, what in ((a_df, "attacker's file"), (b_df, "released file")):
+        check_scale(df, [c for c in cols if k[c] == "numeric"], what)
+    a_q, b_q = a_df[cols].reset_index(drop=True), b_df[cols].reset_index(drop=True)
+    normalise_categories(a_q, b_q, cols, k, notes)
     for note in notes:
         warnings.warn(note, LinkriskWarning, stacklevel=2)
     check = None
-    if ids_ is None and not st.assume_row_order:
-        check = row_order_check(a_df[cols], b_df[cols], cols, k, st.seed)
-    ctx = LinkContext(a_df[cols].reset_index(drop=True), b_df[cols].reset_index(drop=True),
-                      cols, k, truth, st, truth_check=check, notes=tuple(notes))
+    if not st.assume_row_order:
+        if ids_ is None:
+            check = row_order_check(a_q, b_q, cols, k, st.seed)
+        else:
+            check = _check_id_pairs(a_q, b_q, truth, cols, k, st.seed, ids_)
+    ctx = LinkContext(a_q, b_q, cols, k, truth, st, truth_check=check, notes=tuple(notes))
     return ctx, direction
+
+
+#: the ids must pair at least this share of the smaller file's records
+MIN_ID_SHARE = 0.5
+
+
+def _check_id_share(truth: np.ndarray, n_a: int, n_b: int, ids: Sequence[str]) -> None:
+    """Refuse ids that pair too few records (:data:`MIN_ID_SHARE` of the smaller file): an
+    id that was masked, reassigned or taken from another file pairs (almost) nothing, and
+    every attack would then "fail" against a truth that is not there."""
+    paired = int((truth >= 0).sum())
+    small = min(n_a, n_b)
+    if paired < MIN_ID_SHARE * small:
+        raise LinkriskError(
+            f"the id column{'s' if len(ids) > 1 else ''} {', '.join(ids)} pair"
+            f"{'' if len(ids) > 1 else 's'} only {paired:,} of the {small:,} records of the "
+            f"smaller file ({100 * paired / max(small, 1):.1f} %, at least "
+            f"{100 * MIN_ID_SHARE:.0f} % needed): the ids do not identify the same records "
+            "in both files (masked, reassigned or from another file?); give the right id "
+            "column with --ids")
+
+
+def _check_id_pairs(a: pd.DataFrame, b: pd.DataFrame, truth: np.ndarray,
+                    cols: Sequence[str], kinds: Mapping[str, str], seed: int,
+                    ids: Sequence[str]) -> Any:
+    """The plausibility test of :func:`linkrisk.truth.row_order_check` on the records the
+    ids pair (each original record next to its released record by id): refuses ids that
+    pair records no closer than random ones."""
+    ok = np.flatnonzero(truth >= 0)
+    pa = a.iloc[ok].reset_index(drop=True)
+    pb = b.iloc[truth[ok]].reset_index(drop=True)
+    try:
+        return row_order_check(pa, pb, cols, kinds, seed)
+    except LinkriskError as exc:
+        m = re.search(r"mean rank [0-9.]+", str(exc))
+        raise LinkriskError(
+            f"the ids do not pair masked records with their originals: under "
+            f"{', '.join(ids)} a record's supposed released partner is no closer than a "
+            f"random released record ({m.group(0) if m else 'mean rank near 0.5'}, expected "
+            "well below 0.5); check that the id column was not masked or reassigned, or "
+            "pass --assume-row-order (in Python assume_row_order=True) to trust the ids "
+            "as they are") from None
 
 
 def _invert(truth: np.ndarray, n_b: int) -> np.ndarray:
@@ -188,9 +250,19 @@ def truth_description(ctx: LinkContext, ids: str | Sequence[str] | None = None) 
     """One phrase for the verdict: how the true pairs were defined (and checked); ``ids``
     defaults to the context's."""
     cols = parse_columns(ids) or (list(ctx.settings.ids) if ctx.settings.ids else None)
-    if cols:
-        return f"id column{'s' if len(cols) > 1 else ''} {', '.join(cols)}"
     check = ctx.truth_check
+    if cols:
+        head = f"id column{'s' if len(cols) > 1 else ''} {', '.join(cols)}"
+        paired = int((np.asarray(ctx.truth) >= 0).sum())
+        small = min(ctx.n_a, ctx.n_b)
+        pairs = (f"{paired:,} records paired, {100 * paired / max(small, 1):.0f} % of the "
+                 "smaller file")
+        if check is None:
+            return f"{head} ({pairs}; pairing assumed: --assume-row-order, not checked)"
+        if not check.checked:
+            return f"{head} ({pairs}; pairing not checkable: too few or identical records)"
+        return (f"{head} ({pairs}; checked: a record's released partner is on average "
+                f"closer than {100 * (1 - check.mean_rank):.0f} % of other released records)")
     if check is None:
         return "row order (assumed: --assume-row-order, not checked)"
     return check.describe()
@@ -258,6 +330,24 @@ class AttackResults(dict):
     def to_dicts(self) -> list[dict[str, Any]]:
         """Each result's summary (:meth:`AttackResult.to_dict`), in order."""
         return [r.to_dict() for r in self.values()]
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per attack (index ``attack``, in order): ``rate_%``, ``correct_links``,
+        ``records``, ``seconds``; the attacks not run are left out (see ``skipped``)."""
+        return pd.DataFrame([{"attack": m, "rate_%": 100.0 * r.rate,
+                              "correct_links": r.correct_links, "records": r.n,
+                              "seconds": r.seconds} for m, r in self.items()],
+                            columns=["attack", "rate_%", "correct_links", "records",
+                                     "seconds"]).set_index("attack")
+
+    def _repr_html_(self) -> str:
+        import html
+
+        skipped = "".join(f"<li>{html.escape(k)}: {html.escape(v)}</li>"
+                          for k, v in self.skipped.items())
+        return (f"<p>QIs: {html.escape(', '.join(map(str, self.qi)))}; truth: "
+                f"{html.escape(self.truth)}</p>" + self.to_frame().to_html()
+                + (f"<p>not run:</p><ul>{skipped}</ul>" if skipped else ""))
 
     def __repr__(self) -> str:
         rates = ", ".join(f"{k}: {r.rate:.4f}" for k, r in self.items())
@@ -413,6 +503,9 @@ def attack(
     if everything:
         skipped.update(failed)
         failed = {}
+    if everything and not results:  # every attack skipped or failed: no verdict at all
+        raise LinkriskError("no attack could run: " + "; ".join(f"{k}: {v}"
+                                                               for k, v in skipped.items()))
     return AttackResults(results, skipped=skipped, failed=failed, qi=ctx.qi, kinds=ctx.kinds,
                          direction=direction, truth=truth_description(ctx), settings=st)
 

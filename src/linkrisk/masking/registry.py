@@ -4,14 +4,15 @@ Every method and its parameters are described in docs/methods.md (generated tabl
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 
-from ..data import check_columns, check_frame
-from ..errors import LinkriskError
+from ..data import check_columns, check_frame, id_like, parse_columns
+from ..errors import LinkriskError, LinkriskWarning
 from ..params import Param, as_params, coerce_params
 from . import categorical, ipso, microaggregation, noise, rankswap, suppression
 from ._base import (
@@ -213,7 +214,8 @@ def _coerce_params(spec: MethodSpec, params: Mapping[str, Any]) -> dict[str, Any
 
 
 def mask(df: pd.DataFrame, method: str, columns: Sequence[str] | None = None,
-         seed: SeedLike = None, **params: Any) -> pd.DataFrame:
+         seed: SeedLike = None, *, ids: str | Sequence[str] | None = None,
+         **params: Any) -> pd.DataFrame:
     """Mask ``columns`` of ``df`` with ``method`` and return a new DataFrame.
 
     The input is not modified; row order, index, column names and order are kept and the
@@ -232,6 +234,12 @@ def mask(df: pd.DataFrame, method: str, columns: Sequence[str] | None = None,
         is not ``confidential``; for ``pram`` every non-numeric column (not in ``strata``);
         for ``top_coding``/``bottom_coding`` the ordered Categoricals, else the numeric
         columns; for ``global_recoding`` the non-numeric columns, else the numeric ones.
+        The default never includes id columns: ``ids`` and the id-like columns
+        (:func:`linkrisk.data.id_like`: unique per record, or named like an identifier),
+        which pair the release with the original and are left unmasked with a
+        :class:`~linkrisk.errors.LinkriskWarning`; name them in ``columns`` to mask them.
+    ids : str or sequence of str, optional
+        Id columns (``"a,b"`` or a list), never masked unless named in ``columns``.
     seed : int or numpy.random.Generator, optional
         Drives every random step through ``np.random.default_rng(seed)``: same seed, same
         output; deterministic methods ignore it.
@@ -252,12 +260,26 @@ def mask(df: pd.DataFrame, method: str, columns: Sequence[str] | None = None,
     params = _coerce_params(spec, params)
     check_frame(df, "mask()", "mask")
     exclude = list(params.get("confidential") or []) + list(params.get("strata") or [])
+    id_cols = parse_columns(ids) or []
+    if id_cols:
+        check_columns(df, id_cols, "ids")
     if columns is None:
-        cols = default_columns(df, spec.columns_rule, exclude=exclude)
+        likely = [c for c in df.columns if c not in id_cols and id_like(df[c], c)]
+        cols = default_columns(df, spec.columns_rule, exclude=exclude + id_cols + likely)
+        left = [c for c in likely if c in default_columns(df, spec.columns_rule, exclude)]
+        if left and cols:
+            warnings.warn(f"id-like column{'s' if len(left) > 1 else ''} "
+                          f"{', '.join(map(str, left))} (unique per record or named like an "
+                          f"identifier) left unmasked: ids pair the release with the "
+                          f"original; name {'them' if len(left) > 1 else 'it'} in columns= "
+                          "(--columns) to mask "
+                          f"{'them' if len(left) > 1 else 'it'}", LinkriskWarning,
+                          stacklevel=2)
         if not cols:
             want = "numeric" if spec.columns_rule == "numeric" else "categorical"
-            raise LinkriskError(f"{method}: the file has no {want} column to mask; "
-                                "name the columns with columns=")
+            raise LinkriskError(f"{method}: the file has no {want} column to mask"
+                                + (f" but the id column(s) {', '.join(map(str, likely))}"
+                                   if likely else "") + "; name the columns with columns=")
     else:
         cols = check_columns(df, columns)
     rng = as_rng(seed)
