@@ -1,5 +1,5 @@
-"""Fixtures of the web app's tests: a real server (``python -m linkrisk.app``, the code of
-``linkrisk serve``) on a free port, and headless Debian chromium driven by Playwright (no
+"""Fixtures of the web app's tests: a real server (``linkrisk serve --no-browser``) on a
+free port, and headless Debian chromium driven by Playwright (no
 browser download: ``executable_path`` is the system's chromium)."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu",
 class Server:
     def __init__(self, *args: str, cwd: Path) -> None:
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-        self.proc = subprocess.Popen([sys.executable, "-m", "linkrisk.app", "--no-browser",
+        self.proc = subprocess.Popen([sys.executable, "-m", "linkrisk", "serve", "--no-browser",
                                       *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      text=True, cwd=cwd, env=env)
         self.url = self.dir = None
@@ -53,7 +53,7 @@ class Server:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    srv = Server("--max-upload", str(3 * 2**20), cwd=tmp_path_factory.mktemp("cwd"))
+    srv = Server("--max-upload", "3MiB", cwd=tmp_path_factory.mktemp("cwd"))
     yield srv
     srv.stop()
 
