@@ -519,3 +519,73 @@ def test_rows_csr_and_matched_cost_equal_the_array_forms():
     want = np.full(n, np.nan)
     want[r[hit]] = sa.cost[hit]
     np.testing.assert_array_equal(sa.matched_cost(), want)
+
+
+# ------------------------------------------------------------------ missing values
+def _missing_cost(a, b, metric):
+    """d(a, b) pair by pair over the attributes observed in both (per-file standardized
+    over observed values; the numeric sum rescaled by m/m_o; +inf with none in common)."""
+    def std(x):
+        return (x - np.nanmean(x, 0)) / np.nanstd(x, 0, ddof=1)
+    sa, sb = std(a), std(b)
+    m = a.shape[1]
+    c = np.empty((a.shape[0], b.shape[0]))
+    for i in range(a.shape[0]):
+        for j in range(b.shape[0]):
+            o = ~np.isnan(sa[i]) & ~np.isnan(sb[j])
+            if not o.any():
+                c[i, j] = np.inf
+                continue
+            d = sa[i, o] - sb[j, o]
+            s = (d * d).sum() * m / o.sum() if metric != "l1" else np.abs(d).sum() * m / o.sum()
+            c[i, j] = np.sqrt(s) if metric == "euclidean" else s
+    return c
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("metric", ["euclidean", "l1"])
+def test_missing_values_equal_brute_force(seed, metric):
+    """Files with missing cells: gdbrl's matching is optimal for the per-pair cost over the
+    observed attributes (scipy on a pair-by-pair numpy matrix), also with ties='expected'."""
+    rng = np.random.default_rng(seed)
+    n, m = 50, 3
+    a = rng.integers(0, 4, (n, m)).astype(float)  # coarse: ties
+    b = a + rng.integers(-1, 2, (n, m))
+    a[rng.random((n, m)) < 0.15] = np.nan
+    b[rng.random((n, m)) < 0.2] = np.nan
+    c = _missing_cost(a, b, metric)
+    ri, ci = linear_sum_assignment(np.where(np.isinf(c), 1e6, c))  # fewest +inf pairs
+    n_inf = int(np.isinf(c[ri, ci]).sum())
+    best = c[ri, ci][np.isfinite(c[ri, ci])].sum()
+    for ties in ("matching", "expected"):
+        res = linkrisk.attack(_df(a), _df(b), method="gdbrl", metric=metric, ties=ties)
+        link = res.per_record["link"].to_numpy()
+        assert len(set(link)) == n
+        got = c[np.arange(n), link]
+        assert np.isinf(got).sum() == n_inf == res.extra["no_information_links"]
+        assert np.isclose(got[np.isfinite(got)].sum(), best, rtol=1e-12)
+        assert np.isclose(res.extra["total_cost"], best, rtol=1e-12)
+        np.testing.assert_allclose(res.per_record["score"], c[np.arange(n), link], rtol=1e-12)
+        if ties == "matching":
+            assert res.extra["solver"] == "dense"
+            assert res.correct_links == (link == np.arange(n)).sum()
+
+
+def test_missing_values_above_the_budget_are_refused():
+    rng = np.random.default_rng(1)
+    a = rng.normal(size=(300, 2))  # 16 B x 300² = 1.4 MB
+    a[0, 0] = np.nan
+    with pytest.raises(LinkriskError, match="sparse certified solver does not take missing"):
+        linkrisk.attack(_df(a), _df(a), method="gdbrl", memory_budget="1MiB")
+
+
+def test_complete_files_keep_the_engine_path(monkeypatch):
+    from linkrisk.attacks import globalmatch
+
+    def boom(*_a, **_k):
+        raise AssertionError("missing-value path on complete files")
+
+    monkeypatch.setattr(globalmatch, "_missing", boom)
+    a, b = _int_pair(40)
+    res = linkrisk.attack(_df(a), _df(b), method="gdbrl")
+    assert res.extra["solver"] == "dense"

@@ -296,24 +296,26 @@ def test_merge_across_patterns_recounts_at_the_overall_threshold(seed):
 
 
 @pytest.mark.parametrize("method", ["gdbrl", "prl"])
-def test_attacks_without_a_missing_value_rule_say_why(method):
+def test_global_and_probabilistic_attacks_take_missing_values(method):
+    """gdbrl (costs over the attributes observed in both) and prl (a missing comparison
+    weighs 0) run on files with missing values (tests/attacks/test_global.py and
+    test_prl.py check them against brute force)."""
     a, b = cat_files(8, n=40)
-    with pytest.raises(LinkriskError, match="missing values"):
-        linkrisk.attack(a, b, method=method)
+    res = linkrisk.attack(a, b, method=method)
+    assert res.extra["missing_values"] and 0 <= res.rate <= 1
 
 
-def test_assess_lists_the_attacks_that_did_not_run():
+def test_assess_runs_every_attack_on_missing_values():
     a, b = cat_files(9, n=60)
     res = linkrisk.assess(a, b)  # edu is numeric here: dbrl_mixed
-    assert "dbrl_mixed" in res.results
-    assert {"prl", "gdbrl"} <= set(res.skipped)
-    assert all("missing values" in res.skipped[k] for k in ("prl", "gdbrl"))
+    assert {"dbrl_mixed", "prl", "gdbrl"} <= set(res.results)
+    assert not {"prl", "gdbrl"} & set(res.skipped)
 
 
 def test_choose_sweeps_local_suppression(tmp_path):
-    """local_suppression is in choose's categorical grid; its releases are scored by
-    dbrl_hamming (prl, hence DR and Score, do not run on them: noted, and without a risk
-    limit such points cannot be recommended)."""
+    """local_suppression is in choose's categorical grid; its releases are scored by every
+    attack, prl and gdbrl included (a missing comparison weighs 0 / costs over the
+    observed attributes), so no attack is noted as not run."""
     from linkrisk.experiments.choose import CATEGORICAL_DEFAULTS, choose
 
     assert "local_suppression" in CATEGORICAL_DEFAULTS
@@ -325,5 +327,5 @@ def test_choose_sweeps_local_suppression(tmp_path):
                     max_risk=lim)
         ls = ch.points[ch.points["method"] == "local_suppression"]
         assert len(ls) == 2 and (ls["risk_mean"] > 0).all()
-        assert ls["deciding_attack"].eq("dbrl_hamming").all()
-        assert any("prl did not run on local_suppression" in n for n in ch.notes)
+        assert ls["deciding_attack"].isin(["dbrl_hamming", "prl", "gdbrl"]).all()
+        assert not any("did not run on local_suppression" in n for n in ch.notes)

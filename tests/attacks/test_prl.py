@@ -425,3 +425,120 @@ def test_one_to_one_ties_do_not_favour_row_order():
     assert (again.per_record["link"].to_numpy() == link).all()
     other = linkrisk.attack(a, a.copy(), method="prl", one_to_one=True, seed=4)
     assert not (other.per_record["link"].to_numpy() == link).all()
+
+
+# ------------------------------------------------------------------ missing values
+def _holes(df, rng, frac):
+    out = df.copy()
+    for c in out.columns:
+        out.loc[rng.random(len(out)) < frac, c] = np.nan
+    return out
+
+
+def _ref_pairs(cmp):
+    """(observed, agree) boolean (n_a, n_b, m) arrays, pair by pair in plain loops."""
+    n_a, n_b, m = cmp.a.shape[0], cmp.b.shape[0], cmp.a.shape[1]
+    obs = np.zeros((n_a, n_b, m), bool)
+    agr = np.zeros((n_a, n_b, m), bool)
+    for i in range(n_a):
+        for k in range(n_b):
+            for j in range(m):
+                x, y = cmp.a[i, j], cmp.b[k, j]
+                if np.isnan(x) or np.isnan(y):
+                    continue
+                obs[i, k, j] = True
+                agr[i, k, j] = abs(x - y) <= (cmp.tol[j] if cmp.tol[j] > 0 else 0.0)
+    return obs, agr
+
+
+def _ref_em(obs, agr, p, iters=20000):
+    """Plain EM over all pairs: a missing comparison is left out of the likelihood and of
+    m_j, u_j; p fixed, m_j >= u_j, probabilities in [1e-9, 1 - 1e-9]."""
+    o = obs.reshape(-1, obs.shape[-1]).astype(float)
+    g = agr.reshape(-1, agr.shape[-1]).astype(float)
+    u = np.clip((g.sum(0)) / o.sum(0), P.EPS, 1 - P.EPS)
+    m = np.clip(np.maximum(0.9, (1 + u) / 2), P.EPS, 1 - P.EPS)
+    for _ in range(iters):
+        lm = np.log(p) + (g * np.log(m) + (o - g) * np.log1p(-m)).sum(1)
+        lu = np.log1p(-p) + (g * np.log(u) + (o - g) * np.log1p(-u)).sum(1)
+        post = 1 / (1 + np.exp(lu - lm))
+        m2 = np.clip((post[:, None] * g).sum(0) / (post[:, None] * o).sum(0), P.EPS, 1 - P.EPS)
+        u2 = np.clip(((1 - post)[:, None] * g).sum(0) / ((1 - post)[:, None] * o).sum(0),
+                     P.EPS, 1 - P.EPS)
+        m2 = np.maximum(m2, u2)
+        done = max(np.abs(m2 - m).max(), np.abs(u2 - u).max()) < 1e-13
+        m, u = m2, u2
+        if done:
+            break
+    return m, u
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_missing_values_em_and_sets_equal_a_reference(seed):
+    """Three-state comparisons: the pattern counts, EM (against a plain EM over all pairs),
+    and the maximal-weight sets (against per-pair scores) on files with missing cells."""
+    rng = np.random.default_rng(seed)
+    a, b = pram_files(70, [3, 4, 2, 5], [0.9, 0.8, 0.85, 0.9], seed)
+    a["v"] = rng.normal(size=len(a)).round(1)
+    b["v"] = (a["v"] + rng.normal(0, 0.2, 70)).to_numpy()
+    a, b = _holes(a, rng, 0.1), _holes(b, rng, 0.15)
+    ctx, _ = make_context(a, b)
+    cmp = P.compare(ctx, tol={"v": 0.25} if seed == 2 else None)
+    assert cmp.missing
+    obs, agr = _ref_pairs(cmp)
+    bit = 1 << np.arange(cmp.a.shape[1])
+    key = ((obs @ bit) << cmp.a.shape[1]) | (agr @ bit)
+    uk, uc = np.unique(key, return_counts=True)
+    o, g, c = P.missing_pattern_counts(cmp)
+    np.testing.assert_array_equal((o << cmp.a.shape[1]) | g, uk)
+    np.testing.assert_array_equal(c, uc)
+    known = 1 / 70
+    fit = P.em_missing(g, o, c, cmp.a.shape[1], known, max_iter=5000, fixed_p=known)
+    m_ref, u_ref = _ref_em(obs, agr, known)
+    np.testing.assert_allclose(fit.m, m_ref, atol=1e-7)
+    np.testing.assert_allclose(fit.u, u_ref, atol=1e-7)
+    tol = {"v": 0.25} if seed == 2 else None
+    res = P.run_prl(make_context(a, b)[0], tol=tol)
+    assert res.extra["missing_values"] and res.extra["candidate_search"] == (
+        "pairs" if seed == 2 else "engine")
+    wa = np.array(list(res.extra["weight_agree"].values()))
+    wd = np.array(list(res.extra["weight_disagree"].values()))
+    sc = np.zeros(obs.shape[:2])
+    for j in range(obs.shape[2]):  # −w, a missing comparison adding 0
+        sc = sc + np.where(obs[:, :, j], np.where(agr[:, :, j], -wa[j], -wd[j]), 0.0)
+    truth = ctx.truth
+    _, _, cnt, ok = _brute_sets(sc, truth)
+    np.testing.assert_array_equal(res.sets.count, cnt)
+    np.testing.assert_array_equal(res.sets.true_in_set, ok)
+    np.testing.assert_array_equal(res.sets.min_score, sc.min(1))
+    assert np.isclose(sc[np.arange(70), res.sets.link], sc.min(1), rtol=RTOL, atol=0).all()
+    for path in ("engine", "pairs") if seed < 2 else ("pairs",):
+        alt = P.run_prl(make_context(a, b)[0], tol=tol, path=path).sets
+        np.testing.assert_array_equal(alt.count, cnt)
+        np.testing.assert_array_equal(alt.true_in_set, ok)
+    # one-to-one: an optimal assignment of the grid costs
+    one = P.run_prl(make_context(a, b)[0], tol=tol, one_to_one=True)
+    ga, gd = P.grid_weights(wa, wd)
+    gc = np.zeros(obs.shape[:2])
+    for j in range(obs.shape[2]):
+        gc = gc + np.where(obs[:, :, j], np.where(agr[:, :, j], ga[j], gd[j]), 0.0)
+    ri, ci = linear_sum_assignment(gc)
+    link = one.sets.link
+    got = link >= 0
+    assert got.sum() == 70 and len(set(link[got])) == 70
+    assert gc[np.flatnonzero(got), link[got]].sum() == gc[ri, ci].sum()
+    np.testing.assert_array_equal(one.sets.min_score[got], sc[np.flatnonzero(got), link[got]])
+
+
+def test_prl_runs_on_a_local_suppression_release_of_household():
+    keys = ["urbrur", "roof", "walls", "water", "electcon", "relat", "sex", "hhcivil"]
+    orig = linkrisk.datasets.load("household")[keys].iloc[:1500].reset_index(drop=True)
+    rel = linkrisk.mask(orig, "local_suppression", k=3, columns=keys)
+    assert rel.isna().to_numpy().any()
+    res = linkrisk.attack(orig, rel, method="prl")
+    assert res.extra["missing_values"] and 0 < res.extra["missing_comparisons"] < 0.1
+    assert res.extra["em_converged"] and 0 < res.rate <= 1
+    assert res.extra["linked_pairs"] + res.extra["clerical_pairs"] + \
+        res.extra["nonlinked_pairs"] == 1500 * 1500
+    one = linkrisk.attack(orig, rel, method="prl", one_to_one=True)
+    assert (one.per_record["link"] >= 0).all() and 0 < one.rate <= 1

@@ -37,6 +37,11 @@ Options (docs/methods.md):
   gets a distinct partner). Records matched to a dummy are not links (``link = −1``).
   ``pad=False`` refuses files of different sizes.
 
+Missing values (docs/methods.md, "Missing values"): the cost of a pair is the distance over
+the attributes observed in both (as for the per-record attacks); the dense cost matrix is
+built per pair of missingness patterns and solved densely when it fits the memory budget
+(:func:`missing_costs`), larger files are refused.
+
 Exactness: small files use a dense solver; large ones a k-NN candidate graph whose
 optimum is certified for the complete graph by LP duality (``certified`` in the result's
 extra; see :mod:`linkrisk.engine.matching`). Files that repeat their records
@@ -142,11 +147,11 @@ def gdbrl(
                             "records; pass pad=True to pad the smaller file with dummies")
     if approx not in (None, "agdbrl1", "agdbrl2"):
         raise LinkriskError(f"unknown approx {approx!r}; use 'agdbrl1' or 'agdbrl2'")
-    if ctx.has_missing:
-        raise LinkriskError(MISSING)
     kw: dict[str, Any] = {"d": d} if metric == "kernel" else {}
     if not standardize:
         kw["standardize"] = False
+    if ctx.has_missing:
+        return _missing(ctx, metric, kw, delta, approx, solver, ties)
     sp = space(ctx, metric, **kw)
     pw = Pairwise.build(sp.a, sp.b, sp.metric, root=sp.root, transpose=False, **sp.kw)
     truth = np.asarray(ctx.truth, np.int64)
@@ -166,10 +171,118 @@ def gdbrl(
     return Outcome(sets, extra)
 
 
-#: why gdbrl refuses files with missing QI values (docs/methods.md, "Missing values")
-MISSING = ("missing values: the global matching's costs over the attributes observed in both "
-           "records are not implemented; the per-record attacks (dbrl_hamming, dbrl, "
-           "dbrl_mixed …) score such files")
+# ---------------------------------------------------------------- missing values
+class _Captured:
+    """A context whose pattern-pair search only records its inputs: the missing-value
+    space of :func:`~linkrisk.attacks.distance.missing_linked` (standardization over the
+    observed values, rescaling by m/m_o, …) is then the same as dbrl's."""
+
+    def __init__(self, ctx: LinkContext):
+        self._ctx = ctx
+        self.got: tuple[np.ndarray, np.ndarray, Any] | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._ctx, name)
+
+    def nearest_missing(self, obs_a: np.ndarray, obs_b: np.ndarray, build: Any) -> None:
+        self.got = (obs_a, obs_b, build)
+
+
+def missing_costs(ctx: LinkContext, metric: str, kw: dict[str, Any]
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """(cost, no_info): the dense n_a × n_b matrix of the distances d(a, b) over the
+    attributes observed in both records (docs/methods.md, "Missing values": the same
+    distance as the per-record attack of that metric, square-rooted for ``euclidean``),
+    built per pair of missingness patterns with the engine's kernels; ``no_info`` marks the
+    pairs with no numeric attribute in common (d = +∞)."""
+    from ..engine.matching.knn import dense_costs
+    from ..engine.nearest.missing import check_pattern_count, patterns
+    from .distance import missing_linked
+
+    cap = _Captured(ctx)
+    missing_linked(cap, metric, **kw)  # type: ignore[arg-type]
+    assert cap.got is not None
+    obs_a, obs_b, build = cap.got
+    root = metric == "euclidean"
+    pa, ga = patterns(obs_a)
+    pb, gb = patterns(obs_b)
+    check_pattern_count(len(ga) * len(gb), len(ga), len(gb))
+    cost = np.empty((ctx.n_a, ctx.n_b))
+    no_info = np.zeros((ctx.n_a, ctx.n_b), bool)
+    for p, r in enumerate(ga):
+        for q, s in enumerate(gb):
+            sub = build(r, s, pa[p] & pb[q])
+            if sub.x is None:
+                cost[np.ix_(r, s)] = np.sqrt(sub.const) if root else sub.const
+                no_info[np.ix_(r, s)] = sub.const == np.inf
+                continue
+            k = sub.kw or {}
+            pw = Pairwise.build(sub.x, sub.y, sub.metric, root=root,
+                                degree=k.get("degree", 2), tables=k.get("tables"),
+                                transpose=False)
+            cost[np.ix_(r, s)] = dense_costs(pw)
+    return cost, no_info
+
+
+def _missing(ctx: LinkContext, metric: str, kw: dict[str, Any], delta: float | str | None,
+             approx: str | None, solver: str, ties: str) -> Outcome:
+    """gdbrl on files with missing QI values: the dense cost matrix of
+    :func:`missing_costs` (when it fits the memory budget), solved by
+    :func:`~linkrisk.engine.matching.solver.dense_matrix_matching` with the same seeded
+    order, tie rule, Δ and AGDBRL limits. A pair with no numeric attribute in common
+    (d = +∞) costs more than any matching of finite pairs, so the fewest such pairs are
+    used; they count as links at distance +∞."""
+    from ..engine.budget import dense_matrix_bytes
+    from ..engine.matching.solver import dense_matrix_matching
+
+    n_a, n_b = ctx.n_a, ctx.n_b
+    if solver not in ("auto", "dense"):
+        raise LinkriskError(f"gdbrl on files with missing values solves the dense cost matrix; "
+                            f"solver={solver!r} does not take missing values yet (use 'auto' "
+                            "or 'dense')")
+    need = dense_matrix_bytes(n_a, n_b)
+    if need > ctx.memory_budget:
+        raise LinkriskError(
+            f"gdbrl on files with missing values needs the dense {n_a:,}x{n_b:,} cost matrix "
+            f"(~{need / 2**20:,.0f} MiB), more than the memory budget "
+            f"({ctx.memory_budget / 2**20:,.0f} MiB): the sparse certified solver does not "
+            "take missing values yet; raise memory_budget (--memory), link a sample, or use "
+            "dbrl, which scores such files")
+    cost, no_info = missing_costs(ctx, metric, kw)
+    truth = np.asarray(ctx.truth, np.int64)
+    has = truth >= 0
+    true_cost = np.full(n_a, np.inf)
+    true_cost[has] = cost[np.flatnonzero(has), truth[has]]
+    extra: dict[str, Any] = {"metric": metric, "missing_values": True}
+    dlt = _delta(delta, has, true_cost, extra)
+    limit = None
+    if approx is not None:
+        _need_truth(has, f"approx={approx!r}")
+        h_a = np.where(has, (cost < true_cost[:, None]).sum(axis=1), -1)
+        h = int(h_a.max())
+        extra.update(h=h, approx=approx)
+        tau = np.partition(cost, min(h, n_b - 1), axis=1)[:, min(h, n_b - 1)]
+        limit = tau if approx == "agdbrl1" else np.where(has, true_cost, tau)
+    if np.isfinite(dlt):
+        limit = np.full(n_a, dlt) if limit is None else np.minimum(limit, dlt)
+    work = cost.copy()
+    if limit is not None:
+        work[work > limit[:, None]] = np.inf
+    if no_info.any():  # +∞ pairs still allowed: dearer than any matching of finite pairs
+        fin = work[np.isfinite(work)]
+        big = (float(fin.max(initial=0.0)) + 1.0) * (min(n_a, n_b) + 1)
+        work[no_info & (limit is None or np.isinf(limit)[:, None])] = big
+    res = dense_matrix_matching(work, limit=limit, ties=ties, seed=ctx.seed,
+                                approx=approx is not None)
+    del work
+    linked = res.link >= 0
+    res.cost[linked] = cost[np.flatnonzero(linked), res.link[linked]]
+    res.total_cost = float(res.cost[linked & np.isfinite(res.cost)].sum())
+    extra["no_information_links"] = int(np.isinf(res.cost[linked]).sum())
+    sets = _sets(res, truth, true_cost, extra)
+    extra.update(ties=ties)
+    extra.update({k_: v for k_, v in res.info.items() if k_ not in ("k",)})
+    return Outcome(sets, extra)
 
 
 def _delta(delta: float | str | None, has: np.ndarray, true_cost: np.ndarray,

@@ -6,7 +6,8 @@ attribute agrees when both values fall into the same of ``q`` quantile bins (def
 the bin edges are the quantiles of the attacker's file A — the original file in the
 default direction — applied to both files; values on an edge go to the upper bin), or,
 with ``tol=`` (one value, or {col: tol}, in the attribute's units), when |a−b| ≤ tol.
-Pattern index: bit j of the index is γ_j.
+Pattern index: bit j of the index is γ_j. A comparison with a missing value (either side)
+is a third state weighing 0: see "Missing values" below.
 
 **Pattern counts.** EM needs only the number of the n·n' pairs showing each of the 2^m
 patterns, computed exactly without enumerating pairs: for every subset S of attributes the
@@ -64,6 +65,14 @@ assignment's costs are the weights rounded to a grid (:func:`grid_scores`: a pow
 2^-30 of the weights' range), so that weights equal in exact arithmetic are equal, a weight
 moved by a few ulps (numpy's log/exp and BLAS give other last bits on AVX2 and AVX-512)
 gives the same matrix, and the seeded order alone picks among the optimal assignments.
+
+**Missing values** (docs/methods.md, "Missing values"): a comparison with a missing value
+contributes neither agreement nor disagreement (weight 0). Patterns are (compared,
+agreeing) bit masks counted per pair of missingness patterns; EM leaves missing
+comparisons out of the likelihood and of m_j, u_j (:func:`em_missing`); the sets come from
+the engine's pattern-pair search or a pair kernel (:func:`missing_sets`), the one-to-one
+costs from the grid weights pair by pair. Files without a missing value take the paths
+above unchanged.
 """
 
 from __future__ import annotations
@@ -110,6 +119,17 @@ class Comparison:
     def coded(self) -> bool:
         return bool((self.tol < 0).all())
 
+    @property
+    def missing(self) -> bool:
+        """Whether a value is missing (NaN) in either file: its comparisons weigh 0."""
+        return bool(np.isnan(self.a).any() or np.isnan(self.b).any())
+
+    def sub(self, rows_a: np.ndarray, rows_b: np.ndarray, cols: np.ndarray) -> Comparison:
+        """The comparison of some rows of A and B on the attributes ``cols``."""
+        return Comparison(np.ascontiguousarray(self.a[np.ix_(rows_a, cols)]),
+                          np.ascontiguousarray(self.b[np.ix_(rows_b, cols)]), self.tol[cols],
+                          self.size[cols], [self.rule[j] for j in cols])
+
 
 def quantile_bins(x: np.ndarray, ref: np.ndarray, q: int) -> np.ndarray:
     """Bin number of each value of ``x`` among the ``q`` quantile bins of ``ref``."""
@@ -121,11 +141,6 @@ def compare(ctx: LinkContext, q: int = 10, tol: Any = None) -> Comparison:
     """Encode both files for the comparison vector (see the module docstring)."""
     if isinstance(q, bool) or not isinstance(q, (int, np.integer)) or q < 2:
         raise LinkriskError(f"q (number of quantile bins) must be an integer >= 2, got {q!r}")
-    if ctx.has_missing:  # docs/methods.md, "Missing values"
-        raise LinkriskError("missing values: a comparison with a missing value would weigh 0 "
-                            "(neither agreement nor disagreement), which the EM's two-state "
-                            "patterns do not hold yet; the distance attacks (dbrl_hamming, "
-                            "dbrl …) score such files")
     num = [c for c in ctx.qi if ctx.kinds[c] == "numeric"]
     if tol is None:
         tols = {}
@@ -144,19 +159,34 @@ def compare(ctx: LinkContext, q: int = 10, tol: Any = None) -> Comparison:
     if any(not np.isfinite(t) or t < 0 for t in tols.values()):
         raise LinkriskError("tol must be a finite non-negative number")
     m = len(ctx.qi)
+    miss = ctx.has_missing  # NaN where a value is missing (docs/methods.md, "Missing values")
     a, b = np.empty((ctx.n_a, m)), np.empty((ctx.n_b, m))
     tv, size, rule = np.full(m, -1.0), np.zeros(m, np.int64), []
     for j, c in enumerate(ctx.qi):
         if ctx.kinds[c] != "numeric":
-            cats, a[:, j], b[:, j] = shared_codes(ctx, c)
+            cats, a[:, j], b[:, j] = shared_codes(ctx, c, missing=miss)
+            if miss:
+                a[a[:, j] < 0, j] = np.nan
+                b[b[:, j] < 0, j] = np.nan
             size[j] = len(cats)
             rule.append("equal category")
             continue
-        xa = numeric_matrix(ctx.a_df, [c], what="attacker's file")[:, 0]
-        xb = numeric_matrix(ctx.b_df, [c], what="released file")[:, 0]
+        if miss:
+            xa, xb = (x[:, 0] for x in ctx.numeric_observed([c]))
+        else:
+            xa = numeric_matrix(ctx.a_df, [c], what="attacker's file")[:, 0]
+            xb = numeric_matrix(ctx.b_df, [c], what="released file")[:, 0]
         if c in tols:
             a[:, j], b[:, j], tv[j] = xa, xb, tols[c]
             rule.append(f"|a-b| <= {tols[c]:g}")
+        elif miss:
+            ref = xa[~np.isnan(xa)]
+            for x, out in ((xa, a), (xb, b)):
+                ok = ~np.isnan(x)
+                out[:, j] = np.nan
+                out[ok, j] = quantile_bins(x[ok], ref, q) if ref.size else 0
+            size[j] = int(max(np.nanmax(a[:, j], initial=0), np.nanmax(b[:, j], initial=0))) + 1
+            rule.append(f"same of {q} quantile bins")
         else:
             a[:, j], b[:, j] = quantile_bins(xa, xa, q), quantile_bins(xb, xa, q)
             size[j] = int(max(a[:, j].max(), b[:, j].max())) + 1
@@ -896,6 +926,8 @@ def _pair_counts_kernel(a, b, tol, n_pat, n_chunks):
     return hist.sum(axis=0)
 
 
+_NONE = np.zeros(0)
+
 #: blocks of A of the pair kernels (progress reports; the counts and links do not depend
 #: on it)
 PAIR_PARTS = 20
@@ -919,17 +951,22 @@ def _pair_counts(cmp: Comparison, progress: Progress | None = None) -> np.ndarra
 
 
 @nb.njit(parallel=True, cache=True)
-def _pair_best_kernel(a, b, tol, score, truth, seed, rtol, out_min, out_count, out_true,
-                      out_link, i0=0):
+def _pair_best_kernel(a, b, tol, score, va, vd, truth, seed, rtol, out_min, out_count,
+                      out_true, out_link, i0=0):
     """C(a) = {b : score[γ(a,b)] ≤ min + rtol·|min|} for every a (global row i0 + i),
     settled by the engine's rules (:func:`~linkrisk.engine.nearest.rules.settle`: link =
-    the pick-th member in B order)."""
+    the pick-th member in B order). With ``va``/``vd`` (−w_agree, −w_disagree; empty
+    otherwise) the score is summed per pair, a missing comparison adding 0."""
     n_a, n_b = a.shape[0], b.shape[0]
     ids = np.arange(n_b)
+    per_pair = va.size > 0
     for i in nb.prange(n_a):
         sc = np.empty(n_b)
         for k in range(n_b):
-            sc[k] = score[_pattern(a, b, i, k, tol)]
+            if per_pair:
+                sc[k] = _missing_score(a, b, i, k, tol, va, vd)
+            else:
+                sc[k] = score[_pattern(a, b, i, k, tol)]
         mn, cnt, _, link = settle(ids, sc, n_b, -1, rtol, seed, i0 + i)
         t = truth[i]
         out_true[i] = sc[t] if t >= 0 else np.inf
@@ -994,6 +1031,39 @@ class _EMModel:
         return max(float(np.abs(a[1:] - b[1:]).max()), abs(a[0] - b[0]) / max(a[0], 1e-300))
 
 
+class _EMModelMissing(_EMModel):
+    """:class:`_EMModel` with missing comparisons: ``o`` marks the attributes a pattern
+    compares; the others are left out of its likelihood and of the M-step's rates."""
+
+    def __init__(self, agree: np.ndarray, observed: np.ndarray, counts: np.ndarray,
+                 n_attr: int, fixed_p: float | None, constrain: bool = True):
+        self.constrain = constrain
+        nz = np.flatnonzero(counts)
+        self.c = counts[nz].astype(np.float64)
+        self.g = bits(n_attr, agree[nz])
+        self.o = bits(n_attr, observed[nz])
+        self.k = n_attr
+        self.fixed_p = fixed_p
+
+    def _logs(self, th: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        p, m, u = th[0], th[1:1 + self.k], th[1 + self.k:]
+        g, d = self.g, self.o - self.g
+        lm = np.log(p) + g @ np.log(m) + d @ np.log1p(-m)
+        lu = np.log1p(-p) + g @ np.log(u) + d @ np.log1p(-u)
+        return lm, lu
+
+    def step(self, th: np.ndarray) -> np.ndarray:
+        lm, lu = self._logs(th)
+        cm = self.c * expit(lm - lu)
+        cu = self.c - cm
+        p = cm.sum() / self.c.sum() if self.fixed_p is None else self.fixed_p
+        m = np.clip((cm @ self.g) / np.maximum(cm @ self.o, 1e-300), EPS, 1 - EPS)
+        u = np.clip((cu @ self.g) / np.maximum(cu @ self.o, 1e-300), EPS, 1 - EPS)
+        if self.constrain:
+            m = np.maximum(m, u)
+        return np.concatenate([[np.clip(p, EPS, 1 - EPS)], m, u])
+
+
 def em(counts: np.ndarray, n_attr: int, p0: float, max_iter: int = 1000,
        tol: float = 1e-10, fixed_p: float | None = None, constrain: bool = True) -> EMFit:
     """Fellegi–Sunter two-class EM on pattern counts (conditional independence),
@@ -1004,6 +1074,25 @@ def em(counts: np.ndarray, n_attr: int, p0: float, max_iter: int = 1000,
     m_j ≥ u_j (Winkler's constrained EM: agreement is at least as likely among matches)."""
     model = _EMModel(counts, n_attr, fixed_p, constrain)
     u = np.clip((model.c @ model.g) / model.c.sum(), EPS, 1 - EPS)
+    return _run_em(model, u, n_attr, p0, max_iter, tol, fixed_p)
+
+
+def em_missing(agree: np.ndarray, observed: np.ndarray, counts: np.ndarray, n_attr: int,
+               p0: float, max_iter: int = 1000, tol: float = 1e-10,
+               fixed_p: float | None = None, constrain: bool = True) -> EMFit:
+    """:func:`em` when comparisons can be missing: pattern ``i`` (``counts[i]`` pairs)
+    agrees on the attributes of bit mask ``agree[i]`` and compares those of ``observed[i]``
+    (⊇ agree); a missing comparison is left out of the pattern's likelihood, and m_j, u_j
+    are estimated from the pairs that compare attribute j (Fellegi–Sunter practice, as
+    fastLink and RecordLinkage treat NA comparisons). Same start, SQUAREM and constraints
+    as :func:`em`, the start's agreement rates over the observed comparisons."""
+    model = _EMModelMissing(agree, observed, counts, n_attr, fixed_p, constrain)
+    u = np.clip((model.c @ model.g) / np.maximum(model.c @ model.o, 1e-300), EPS, 1 - EPS)
+    return _run_em(model, u, n_attr, p0, max_iter, tol, fixed_p)
+
+
+def _run_em(model: _EMModel, u: np.ndarray, n_attr: int, p0: float, max_iter: int,
+            tol: float, fixed_p: float | None) -> EMFit:
     m = np.clip(np.maximum(0.9, (1 + u) / 2), EPS, 1 - EPS)
     p = fixed_p if fixed_p is not None else p0
     th = np.concatenate([[np.clip(p, EPS, 1 - EPS)], m, u])
@@ -1064,11 +1153,17 @@ def grid_scores(wa: np.ndarray, wd: np.ndarray) -> np.ndarray:
     cost matrix, and with it the seeded assignment, is the same on every CPU. Scores
     closer than h are treated as equal (h ≤ 2^-29 relative to R, the order of the 10⁻⁹
     tie tolerance of the other paths)."""
+    return pattern_table(*grid_weights(wa, wd))
+
+
+def grid_weights(wa: np.ndarray, wd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The per-attribute scores (−w_agree, −w_disagree) on :func:`grid_scores`' grid (any
+    sum of them, in any order and over any subset of attributes, is exact)."""
     r = float(np.maximum(np.abs(wa), np.abs(wd)).sum())
     if not np.isfinite(r) or r == 0.0:
-        return pattern_table(-wa, -wd)
+        return -wa, -wd
     h = np.ldexp(1.0, int(np.frexp(r)[1]) - GRID_BITS)
-    return pattern_table(np.round(-wa / h) * h, np.round(-wd / h) * h)
+    return np.round(-wa / h) * h, np.round(-wd / h) * h
 
 
 def pattern_probs(prob: np.ndarray) -> np.ndarray:
@@ -1239,9 +1334,9 @@ def pair_sets(ctx: LinkContext, cmp: Comparison, score: np.ndarray) -> NearestSe
     out_min, out_true = np.empty(n_a), np.empty(n_a)
     out_count, out_link = np.empty(n_a, np.int64), np.empty(n_a, np.int64)
     for r0, r1 in _blocks(n_a):  # row i's link depends on (seed, i) only: same result
-        _pair_best_kernel(cmp.a[r0:r1], cmp.b, cmp.tol, score, ctx.truth[r0:r1], ctx.seed,
-                          RTOL, out_min[r0:r1], out_count[r0:r1], out_true[r0:r1],
-                          out_link[r0:r1], r0)
+        _pair_best_kernel(cmp.a[r0:r1], cmp.b, cmp.tol, score, _NONE, _NONE,
+                          ctx.truth[r0:r1], ctx.seed, RTOL, out_min[r0:r1], out_count[r0:r1],
+                          out_true[r0:r1], out_link[r0:r1], r0)
         if ctx.progress is not None:
             ctx.progress(r1, n_a)
     thr = tie_threshold_np(out_min, RTOL)
@@ -1249,8 +1344,9 @@ def pair_sets(ctx: LinkContext, cmp: Comparison, score: np.ndarray) -> NearestSe
                        out_link)
 
 
-def assignment_sets(ctx: LinkContext, cmp: Comparison, score: np.ndarray,
-                    grid: np.ndarray | None = None) -> NearestSets:
+def assignment_sets(ctx: LinkContext, cmp: Comparison, score: np.ndarray | None,
+                    grid: np.ndarray | None = None,
+                    weights: tuple[np.ndarray, np.ndarray] | None = None) -> NearestSets:
     """One-to-one links: a minimum-cost assignment on the dense matrix of −w, with the
     pattern costs ``grid`` (:func:`grid_scores`; ``score`` itself when None); the reported
     scores are ``score``'s. The solver is deterministic and exact ties in ``grid`` make the
@@ -1259,7 +1355,9 @@ def assignment_sets(ctx: LinkContext, cmp: Comparison, score: np.ndarray,
     share a weight, and a solver given the files in row order can favour the identity
     among the tied optima (scipy's did: Household after PRAM, 346 correct links against
     ~200 in a random order), which would count an accident of the file's order as
-    re-identifications."""
+    re-identifications. With missing comparisons (they weigh 0) the costs are computed
+    per pair from ``weights`` = (w_agree, w_disagree): each −w_j on the grid
+    (:func:`grid_weights`, exact sums in any order), the reported scores unrounded."""
     from ..engine.matching.assignment import dense_assignment
 
     n_a, n_b, m = cmp.a.shape[0], cmp.b.shape[0], cmp.a.shape[1]
@@ -1276,9 +1374,16 @@ def assignment_sets(ctx: LinkContext, cmp: Comparison, score: np.ndarray,
     table = score if grid is None else grid
     cost = np.empty((n_a, n_b))
     step = max(1, (1 << 22) // max(n_b * m, 1))
-    for r0 in range(0, n_a, step):
-        d = np.abs(ca[r0:r0 + step, None, :] - cb_[None, :, :]) <= tol
-        cost[r0:r0 + step] = table[(d.astype(np.int64) << np.arange(m)).sum(-1)]
+    if weights is not None:
+        wa, wd = weights
+        ga, gd = grid_weights(wa, wd)
+        for r0 in range(0, n_a, step):
+            cost[r0:r0 + step] = _missing_scores(ca[r0:r0 + step, None, :], cb_[None, :, :],
+                                                 cmp.tol, ga, gd)
+    else:
+        for r0 in range(0, n_a, step):
+            d = np.abs(ca[r0:r0 + step, None, :] - cb_[None, :, :]) <= tol
+            cost[r0:r0 + step] = table[(d.astype(np.int64) << np.arange(m)).sum(-1)]
     plink = dense_assignment(cost)
     del cost
     ok_p = plink >= 0
@@ -1286,15 +1391,161 @@ def assignment_sets(ctx: LinkContext, cmp: Comparison, score: np.ndarray,
     link[pa[ok_p]] = pb[plink[ok_p]]
     mn = np.full(n_a, np.inf)
     linked = np.flatnonzero(link >= 0)
-    agree = np.abs(cmp.a[linked] - cmp.b[link[linked]]) <= tol
-    mn[linked] = score[(agree.astype(np.int64) << np.arange(m)).sum(axis=1)]
     ts = np.full(n_a, np.inf)
     ok = ctx.truth >= 0
+    if weights is not None:
+        va, vd = -weights[0], -weights[1]
+        mn[linked] = _missing_scores(cmp.a[linked], cmp.b[link[linked]], cmp.tol, va, vd)
+        ts[ok] = _missing_scores(cmp.a[ok], cmp.b[ctx.truth[ok]], cmp.tol, va, vd)
+        return NearestSets(mn, (link >= 0).astype(np.int64),
+                           ok & (link == ctx.truth) & (link >= 0), ts, link)
+    agree = np.abs(cmp.a[linked] - cmp.b[link[linked]]) <= tol
+    mn[linked] = score[(agree.astype(np.int64) << np.arange(m)).sum(axis=1)]
     if ok.any():
         # the true partners' costs, from their agreement patterns (the matrix is permuted)
         ts[ok] = score[_true_patterns(cmp, ctx.truth)[ok]]
     return NearestSets(mn, (link >= 0).astype(np.int64), ok & (link == ctx.truth) & (link >= 0),
                        ts, link)
+
+
+# ---------------------------------------------------------------- missing values
+# A comparison with a missing value on either side weighs 0: it is neither an agreement nor
+# a disagreement (docs/methods.md, "Missing values"). A pattern is then a pair of bit masks
+# (the attributes compared, those agreeing); the pairs are counted per pair of missingness
+# patterns (engine/nearest/missing.py's grouping) with the ordinary counts on the
+# attributes observed in both, and the candidate sets come from the engine's pattern-pair
+# search (mixed tables of −w_j on the common attributes) or a pair kernel.
+def missing_pattern_counts(cmp: Comparison, progress: Progress | None = None
+                           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(observed, agree, counts): the distinct (compared, agreeing) bit masks of the n·n'
+    pairs and how many pairs show each, exact (sorted by observed, then agree)."""
+    from ..engine.nearest.missing import check_pattern_count, patterns
+
+    m = cmp.a.shape[1]
+    pa, ga = patterns(~np.isnan(cmp.a))
+    pb, gb = patterns(~np.isnan(cmp.b))
+    check_pattern_count(len(ga) * len(gb), len(ga), len(gb))
+    bit = np.left_shift(1, np.arange(m, dtype=np.int64))
+    keys, cnts = [], []
+    total, done = float(cmp.a.shape[0]) * cmp.b.shape[0], 0.0
+    for p, r in enumerate(ga):
+        for q, s_ in enumerate(gb):
+            cols = np.flatnonzero(pa[p] & pb[q])
+            o = int(bit[cols].sum())
+            if cols.size:
+                c = pattern_counts(cmp.sub(r, s_, cols))
+                nz = np.flatnonzero(c)
+                agree = ((nz[:, None] >> np.arange(cols.size)) & 1) @ bit[cols]
+                keys.append((o << m) | agree)
+                cnts.append(c[nz])
+            else:
+                keys.append(np.zeros(1, np.int64))
+                cnts.append(np.array([r.size * s_.size], np.int64))
+            done += float(r.size) * s_.size
+            if progress is not None:
+                progress(int(done), int(total))
+    key, inv = np.unique(np.concatenate(keys), return_inverse=True)
+    counts = np.zeros(key.size, np.int64)
+    np.add.at(counts, np.asarray(inv).ravel(), np.concatenate(cnts))
+    return key >> m, key & ((1 << m) - 1), counts
+
+
+def observed_table(observed: np.ndarray, agree: np.ndarray, va: np.ndarray,
+                   vd: np.ndarray) -> np.ndarray:
+    """v = Σ_j over the compared attributes of (va_j if agreeing else vd_j), summed in
+    attribute order from 0.0 (the bits of :func:`pattern_table` on those attributes and of
+    the engine's ``mixed`` kernel on the common attributes)."""
+    v = np.zeros(observed.shape[0])
+    for j in range(len(va)):
+        o, g = (observed >> j) & 1, (agree >> j) & 1
+        v = v + np.where(o == 1, np.where(g == 1, va[j], vd[j]), 0.0)
+    return v
+
+
+def missing_thresholds(observed: np.ndarray, agree: np.ndarray, counts: np.ndarray,
+                       fit: EMFit, wa: np.ndarray, wd: np.ndarray, max_fp: float,
+                       max_fn: float) -> tuple[Thresholds, np.ndarray]:
+    """:func:`fs_thresholds` with missing comparisons: the patterns are every agreement
+    subset S of each compared set O that occurs, P(O, S | class) = P(O) Π_{j∈O} (m_j or
+    1 − m_j), P(O) the share of the pairs comparing O (missingness taken independent of
+    the class). Returns the thresholds and the class of each counted pattern."""
+    m = len(wa)
+    sets, inv = np.unique(observed, return_inverse=True)
+    share = np.bincount(np.asarray(inv).ravel(), counts.astype(np.float64)) / counts.sum()
+    obs_all, agr_all, pm, pu = [], [], [], []
+    bit = np.left_shift(1, np.arange(m, dtype=np.int64))
+    for o, sh in zip(sets, share, strict=True):
+        cols = np.flatnonzero((int(o) >> np.arange(m)) & 1)
+        sub = np.arange(1 << cols.size, dtype=np.int64)
+        obs_all.append(np.full(sub.size, o, np.int64))
+        agr_all.append(((sub[:, None] >> np.arange(cols.size)) & 1) @ bit[cols])
+        pm.append(sh * pattern_probs(fit.m[cols]))
+        pu.append(sh * pattern_probs(fit.u[cols]))
+    obs_all, agr_all = np.concatenate(obs_all), np.concatenate(agr_all)
+    w = observed_table(obs_all, agr_all, wa, wd)
+    th = fs_thresholds(w, np.concatenate(pm), np.concatenate(pu), max_fp, max_fn)
+    key = (obs_all << m) | agr_all
+    order = np.argsort(key)
+    at = order[np.searchsorted(key[order], (observed << m) | agree)]
+    return th, th.cls[at]
+
+
+def _missing_scores(a: np.ndarray, b: np.ndarray, tol: np.ndarray, va: np.ndarray,
+                    vd: np.ndarray) -> np.ndarray:
+    """The score of the pairs (a, b) (broadcast over the leading axes), a missing
+    comparison adding 0, summed in attribute order (:func:`observed_table`'s bits)."""
+    acc = np.zeros(np.broadcast_shapes(a.shape[:-1], b.shape[:-1]))
+    for j in range(a.shape[-1]):
+        x, y = a[..., j], b[..., j]
+        obs = ~(np.isnan(x) | np.isnan(y))
+        with np.errstate(invalid="ignore"):
+            agree = np.abs(x - y) <= (tol[j] if tol[j] > 0 else 0.0)
+        acc = acc + np.where(obs, np.where(agree, va[j], vd[j]), 0.0)
+    return acc
+
+
+@nb.njit(inline="always")
+def _missing_score(a, b, i, k, tol, va, vd):
+    s = 0.0
+    for j in range(a.shape[1]):
+        x, y = a[i, j], b[k, j]
+        if np.isnan(x) or np.isnan(y):
+            continue
+        if abs(x - y) <= (tol[j] if tol[j] > 0 else 0.0):
+            s += va[j]
+        else:
+            s += vd[j]
+    return s
+
+
+def missing_sets(ctx: LinkContext, cmp: Comparison, wa: np.ndarray, wd: np.ndarray,
+                 path: str) -> NearestSets:
+    """Maximal-weight candidate sets with missing comparisons: ``engine`` (the pattern-pair
+    search of :mod:`~linkrisk.engine.nearest.missing` with the ``mixed`` tables of −w_j
+    on the attributes observed in both; nothing in common: score 0) or ``pairs``."""
+    if path == "engine":
+        from ..engine.nearest.missing import space_build
+
+        tabs = [np.where(np.eye(int(cmp.size[j]), dtype=bool), -wa[j], -wd[j])
+                for j in range(cmp.a.shape[1])]
+        build = space_build(cmp.a, cmp.b, "mixed", rescaled=np.zeros(cmp.a.shape[1], bool),
+                            tables=Tables.from_list(tabs))
+        return ctx.nearest_missing(~np.isnan(cmp.a), ~np.isnan(cmp.b), build).sets
+    if path != "pairs":
+        raise LinkriskError(f"path {path!r} does not take missing values; use 'engine' or "
+                            "'pairs'")
+    n_a = cmp.a.shape[0]
+    out_min, out_true = np.empty(n_a), np.empty(n_a)
+    out_count, out_link = np.empty(n_a, np.int64), np.empty(n_a, np.int64)
+    for r0, r1 in _blocks(n_a):
+        _pair_best_kernel(cmp.a[r0:r1], cmp.b, cmp.tol, _NONE, -wa, -wd, ctx.truth[r0:r1],
+                          ctx.seed, RTOL, out_min[r0:r1], out_count[r0:r1], out_true[r0:r1],
+                          out_link[r0:r1], r0)
+        if ctx.progress is not None:
+            ctx.progress(r1, n_a)
+    thr = tie_threshold_np(out_min, RTOL)
+    return NearestSets(out_min, out_count, (ctx.truth >= 0) & (out_true <= thr), out_true,
+                       out_link)
 
 
 # ---------------------------------------------------------------- the attack
@@ -1341,9 +1592,12 @@ def run_prl(ctx: LinkContext, q: int = 10, tol: Any = None, max_fp: float = 0.01
     if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or max_iter < 1:
         raise LinkriskError(f"max_iter must be a positive integer, got {max_iter!r}")
     cmp = compare(ctx, q, tol)
-    counts = pattern_counts(cmp, ctx.progress)
     n_pairs = ctx.n_a * ctx.n_b
     known = min(ctx.n_a, ctx.n_b) / n_pairs
+    if cmp.missing:  # a comparison with a missing value weighs 0 (docs/methods.md)
+        return _run_prl_missing(ctx, cmp, known, max_fp, max_fn, one_to_one, max_iter,
+                                match_proportion, path)
+    counts = pattern_counts(cmp, ctx.progress)
     fit = em(counts, m, known, max_iter, fixed_p=_fixed_p(match_proportion, known))
     wa, wd = agreement_weights(fit.m, fit.u)
     w = pattern_table(wa, wd)
@@ -1362,6 +1616,43 @@ def run_prl(ctx: LinkContext, q: int = 10, tol: Any = None, max_fp: float = 0.01
             sets = pair_sets(ctx, cmp, score)
         else:
             raise LinkriskError(f"unknown path {path!r}")
+    return _outcome(ctx, cmp, fit, wa, wd, th, counts, th.cls, chosen, sets)
+
+
+def _run_prl_missing(ctx: LinkContext, cmp: Comparison, known: float, max_fp: float,
+                     max_fn: float, one_to_one: bool, max_iter: int, match_proportion: Any,
+                     path: str) -> Outcome:
+    """:func:`run_prl` on files with missing values: three-state comparisons (a missing
+    one weighs 0), EM over the observed comparisons, the engine's pattern-pair search or
+    the pair kernel for the sets, the assignment on per-pair grid costs."""
+    m = cmp.a.shape[1]
+    obs, agree, counts = missing_pattern_counts(cmp, ctx.progress)
+    fit = em_missing(agree, obs, counts, m, known, max_iter,
+                     fixed_p=_fixed_p(match_proportion, known))
+    wa, wd = agreement_weights(fit.m, fit.u)
+    th, cls = missing_thresholds(obs, agree, counts, fit, wa, wd, max_fp, max_fn)
+    if one_to_one:
+        chosen = "assignment"
+        sets = assignment_sets(ctx, cmp, None, weights=(wa, wd))
+    else:
+        chosen = path
+        if path == "auto":
+            small = cmp.size.max(initial=0) <= MAX_CATEGORIES
+            chosen = "engine" if cmp.coded and small else "pairs"
+        sets = missing_sets(ctx, cmp, wa, wd, chosen)
+    out = _outcome(ctx, cmp, fit, wa, wd, th, counts, cls, chosen, sets)
+    compared = ((obs[:, None] >> np.arange(m)) & 1).sum(axis=1)
+    out.extra["missing_values"] = True
+    share = float(counts @ (m - compared)) / float(counts.sum() * m)
+    out.extra["missing_comparisons"] = share
+    return out
+
+
+def _outcome(ctx: LinkContext, cmp: Comparison, fit: EMFit, wa: np.ndarray, wd: np.ndarray,
+             th: Thresholds, counts: np.ndarray, cls: np.ndarray, chosen: str,
+             sets: NearestSets) -> Outcome:
+    m = len(ctx.qi)
+
     def per_col(v: np.ndarray) -> dict[str, float]:
         return {c: float(x) for c, x in zip(ctx.qi, v, strict=True)}
 
@@ -1372,10 +1663,10 @@ def run_prl(ctx: LinkContext, q: int = 10, tol: Any = None, max_fp: float = 0.01
         "weight_agree": per_col(wa), "weight_disagree": per_col(wd),
         "upper_threshold": th.upper, "lower_threshold": th.lower,
         "fp_probability": th.fp, "fn_probability": th.fn,
-        "linked_pairs": int(counts[th.cls == 2].sum()),
-        "clerical_pairs": int(counts[th.cls == 1].sum()),
-        "nonlinked_pairs": int(counts[th.cls == 0].sum()),
-        "pairs": int(n_pairs), "candidate_search": chosen,
+        "linked_pairs": int(counts[cls == 2].sum()),
+        "clerical_pairs": int(counts[cls == 1].sum()),
+        "nonlinked_pairs": int(counts[cls == 0].sum()),
+        "pairs": int(ctx.n_a * ctx.n_b), "candidate_search": chosen,
     }
     zero = [c for c, a, d in zip(ctx.qi, wa, wd, strict=True) if a == d]
     if len(zero) > 1:
@@ -1386,7 +1677,7 @@ def run_prl(ctx: LinkContext, q: int = 10, tol: Any = None, max_fp: float = 0.01
             "linkage rate understates what these attributes reveal (compare dbrl_hamming)"]
     if not fit.converged:
         warnings.warn(f"prl: EM stopped after {fit.iterations} cycles without converging; "
-                      "raise max_iter", RuntimeWarning, stacklevel=2)
+                      "raise max_iter", RuntimeWarning, stacklevel=3)
     return Outcome(sets, extra)
 
 

@@ -361,6 +361,44 @@ def _dense(pw: Pairwise, delta: float, stages: Stages) -> Matching:
     return Matching(link, cost, float(cost[ri].sum()), True, "dense", 0, n_a * n_b)
 
 
+def dense_matrix_matching(cost: np.ndarray, *, limit: np.ndarray | None = None,
+                          ties: str = "matching", seed: int = 0, rtol: float = RTOL,
+                          approx: bool = False) -> Matching:
+    """:func:`min_cost_matching` on a given n_a × n_b cost matrix (+inf: no edge), e.g.
+    costs that no engine metric computes (missing values). ``limit``: per-row limits
+    (edges of row i with cost > limit[i] dropped). Same seeded random order; with
+    ``ties="matching"`` and no limit the dense solver (scipy), otherwise the explicit
+    graph of the finite edges (pruning, certificate, candidate sets under
+    ``ties="expected"``). ``cost`` is overwritten."""
+    n_a, n_b = cost.shape
+    if ties not in ("matching", "expected"):
+        raise LinkriskError(f"ties must be 'matching' or 'expected', got {ties!r}")
+    if limit is not None:
+        cost[cost > np.asarray(limit, np.float64)[:, None]] = np.inf
+    rng = np.random.default_rng(seed)
+    pa, pb = rng.permutation(n_a), rng.permutation(n_b)
+    c = cost[np.ix_(pa, pb)]
+    lim_max = np.inf if limit is None else float(np.max(limit))
+    if ties == "matching" and limit is None:
+        try:
+            ri, ci = linear_sum_assignment(c)
+        except ValueError:
+            raise _no_matching(min(n_a, n_b), lim_max, approx) from None
+        link = np.full(n_a, -1, np.int64)
+        link[ri] = ci
+        got = np.full(n_a, np.nan)
+        got[ri] = c[ri, ci]
+        if not np.isfinite(got[ri]).all():
+            raise _no_matching(min(n_a, n_b), lim_max, approx)
+        res = Matching(link, got, float(got[ri].sum()), True, "dense", 0, n_a * n_b)
+    else:
+        rows, cols = np.nonzero(np.isfinite(c))
+        indptr, idx, w = to_csr(rows, cols, c[rows, cols], n_a)
+        res = _graph_matching(indptr, idx, w, n_a, n_b, lim_max, approx, ties, rtol,
+                              Stages(None))
+    return _unpermuted(res, pa, pb)
+
+
 def _transport(pw: Pairwise, pats: transport.Patterns | None, seed: int, rtol: float,
                memory_budget: int, stages: Stages) -> Matching | None:
     cb = stages.stage(0, 1000)
@@ -375,9 +413,9 @@ def _transport(pw: Pairwise, pats: transport.Patterns | None, seed: int, rtol: f
                     int(info["patterns"][0]), link.shape[0] * tol, info)
 
 
-def _no_matching(pw: Pairwise, delta: float, approx: bool, matched: int | None = None
+def _no_matching(pw: Pairwise | int, delta: float, approx: bool, matched: int | None = None
                  ) -> LinkriskError:
-    n = min(pw.x.shape[0], pw.y.shape[0])
+    n = pw if isinstance(pw, int) else min(pw.x.shape[0], pw.y.shape[0])
     what = "in the approximate (rank-limited) graph" if approx else f"within delta={delta:g}"
     got = "" if matched is None else f" (at most {matched} of {n} records can be)"
     fix = "use the exact attack or a larger delta" if approx else "raise delta"
@@ -415,6 +453,15 @@ def _explicit(pw: Pairwise, lim: np.ndarray, approx: bool, ties: str, rtol: floa
                                      max_edges=max(memory_budget // GRAPH_EDGE_BYTES, 10**6))
     if cb:
         cb(1, 1)
+    return _graph_matching(indptr, idx, cost, n_a, n_b, float(np.max(lim)), approx, ties,
+                           rtol, stages)
+
+
+def _graph_matching(indptr: np.ndarray, idx: np.ndarray, cost: np.ndarray, n_a: int,
+                    n_b: int, lim_max: float, approx: bool, ties: str, rtol: float,
+                    stages: Stages) -> Matching:
+    """The explicit graph's optimum (CSR over A rows): pruning, solve, certificate and,
+    under ties="expected", the candidate sets."""
     flip = n_a > n_b
     if flip:
         rows = np.repeat(np.arange(n_a), np.diff(indptr))
@@ -422,14 +469,14 @@ def _explicit(pw: Pairwise, lim: np.ndarray, approx: bool, ties: str, rtol: floa
     n_r, n_c = (n_b, n_a) if flip else (n_a, n_b)
     full, mm = has_full_matching(indptr, idx, n_c)
     if not full:
-        raise _no_matching(pw, float(np.max(lim)), approx, int((mm >= 0).sum()))
+        raise _no_matching(min(n_a, n_b), lim_max, approx, int((mm >= 0).sum()))
     keep = allowed_edges(indptr, idx, mm, n_c)
     pruned = int((~keep).sum())
     rows = np.repeat(np.arange(n_r), np.diff(indptr))
     g = to_csr(rows[keep], idx[keep], cost[keep], n_r)
     sa = SparseAssignment(*g, n_c)
     if not sa.solve(stages.stage(400, 900)):  # cannot happen after the matching check
-        raise _no_matching(pw, float(np.max(lim)), approx)
+        raise _no_matching(min(n_a, n_b), lim_max, approx)
     sa.polish()
     tol = rtol * _scale(sa.cost)
     rc = sa.reduced_costs()
