@@ -127,6 +127,31 @@ def test_data_and_schema(page, files):
     page.screenshot(path=str(files["shots"] / "app-data.png"), full_page=False)
 
 
+def test_interactions_answer_within_200_ms(page):
+    """What a click asks the server (state, job list, starting a job) answers at once: the
+    work runs in the worker processes."""
+    times = page.evaluate(
+        """async () => {
+          const sid = document.querySelector('meta[name=linkrisk-session]').content;
+          const H = {'X-Linkrisk-Session': sid, 'Content-Type': 'application/json'};
+          const out = {};
+          for (const [name, path, body] of [['data', '/api/data'], ['jobs', '/api/jobs'],
+                                            ['inspect', '/api/inspect', '{}']]) {
+            const ms = [];
+            for (let i = 0; i < (body ? 1 : 5); i++) {
+              const t = performance.now();
+              const r = await fetch(path, body ? {method: 'POST', headers: H, body} : {headers: H});
+              await r.text();
+              ms.push(performance.now() - t);
+            }
+            out[name] = ms.sort((a, b) => a - b)[Math.floor(ms.length / 2)];
+          }
+          return out;
+        }""")
+    assert all(ms < 200 for ms in times.values()), times
+    _wait_schema(page, "ERNVAL")
+
+
 def test_assess_equals_cli(page, files):
     got = _assess(page)
     cli = _json(files["cli"]["default"])["worst_case"]
@@ -135,6 +160,7 @@ def test_assess_equals_cli(page, files):
     assert got["text"] == f"{100 * cli['rate']:.2f} %"
     page.wait_for_selector("#chart-attacks .plot-container")
     page.wait_for_selector("#records-table")
+    page.evaluate("document.getElementById('verdict').scrollIntoView()")
     page.screenshot(path=str(files["shots"] / "app-assessment.png"), full_page=False)
 
 

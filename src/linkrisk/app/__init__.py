@@ -16,6 +16,7 @@ import webbrowser
 from pathlib import Path
 
 from linkrisk.errors import LinkriskError
+from linkrisk.options import parse_size
 
 EXTRA = "the web app needs the 'app' extra: pip install 'linkrisk[app]'"
 
@@ -38,7 +39,7 @@ def require() -> None:
 
 def serve(host: str = "127.0.0.1", port: int = 0, *, token: str | None = None,
           root: str | Path | None = None, open_browser: bool = True, max_jobs: int = 2,
-          max_upload: int = 2 * 2**30, warm: bool = True, log_level: str = "warning",
+          max_upload: int | str = 2 * 2**30, warm: bool = True, log_level: str = "warning",
           out=None) -> None:  # noqa: ANN001
     """Start the app and block until Ctrl-C/SIGTERM; print its tokened address first."""
     require()
@@ -47,6 +48,9 @@ def serve(host: str = "127.0.0.1", port: int = 0, *, token: str | None = None,
     from .server import Config, address, create_app
 
     out = out or sys.stdout
+    max_upload = parse_size(max_upload)
+    if max_jobs < 1:
+        raise LinkriskError("--jobs must be at least 1")
     if root is not None:
         root = Path(root).expanduser().resolve()
         if not root.is_dir():

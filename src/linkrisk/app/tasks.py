@@ -6,6 +6,7 @@ public API with the same options, so the app's figures are the CLI's figures."""
 
 from __future__ import annotations
 
+import functools
 import json
 import pickle
 import re
@@ -45,7 +46,11 @@ def warm_up() -> None:
         linkrisk.assess(c, linkrisk.mask(c, "pram", seed=3), assume_row_order=True)
 
 
+@functools.lru_cache(maxsize=2)
 def _load(path: str) -> pd.DataFrame:
+    """A session's input as read once by :func:`load`; a worker keeps the last two in
+    memory, so the jobs on one file neither parse nor copy it again (the tasks do not
+    modify their inputs: linkrisk.mask/assess/choose return new frames)."""
     with open(path, "rb") as f:
         return pickle.load(f)
 

@@ -66,6 +66,7 @@
     if (job.seconds) kids.push(h("span", { class: "sub" }, ` ${job.seconds.toFixed(1)} s`));
     box.append(h("div", {}, kids));
     const p = job.progress || {};
+    if (job.state !== "running") { if (job.state === "error") box.append(h("div", { class: "error" }, `error: ${job.error}`)); return; }
     if (p.stage) box.append(h("div", { class: "sub" }, p.stage));
     if (p.attacks) {
       const t = h("table", { class: "progress" });
@@ -81,7 +82,6 @@
       box.append(h("div", {}, h("div", { class: "bar" }, h("div", { style: `width:${(100 * p.done / p.total).toFixed(0)}%` })),
         ` ${p.done}/${p.total} replications`));
     }
-    if (job.state === "error") box.append(h("div", { class: "error" }, `error: ${job.error}`));
   }
   function watch(job, box, onDone) {
     const id = job.id;
