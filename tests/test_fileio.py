@@ -311,8 +311,9 @@ SLOW_WRITE = textwrap.dedent("""
 
 @pytest.mark.slow
 def test_sigterm_during_write_leaves_nothing(tmp_path):
-    pd.DataFrame({"x": np.arange(50.0), "y": np.arange(50.0) ** 2}).to_csv(
-        tmp_path / "in.csv", index=False)
+    rng = np.random.default_rng(0)  # measurements, not ids (mask leaves id-like columns)
+    pd.DataFrame({"x": rng.normal(size=50).round(2), "y": rng.normal(size=50).round(2)}
+                 ).to_csv(tmp_path / "in.csv", index=False)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     p = subprocess.Popen([sys.executable, "-c", SLOW_WRITE, "mask", "in.csv", "-m", "noise",
                           "-p", "a=0.1", "--seed", "1", "-o", "out.csv.gz"], cwd=tmp_path,

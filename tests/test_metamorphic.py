@@ -10,7 +10,9 @@ an extreme record, every file format — alone and combined, drawn by a seeded g
 
 For each case the CLI (``linkrisk assess``, in process) must give the base's worst case
 or a higher one, or refuse with exit code 2 and one ``error:`` line. A lower worst case,
-or a pass of ``--max-risk`` that the base fails, is a failure. Changes that are pure
+or a pass of ``--max-risk`` that the base fails, is a failure (a change that adds an
+unchanged column may move the figure by one record: distance attacks are not monotone in
+their attributes; the limit must still be failed). Changes that are pure
 representation (``strict``: column order, formats, consistent renames, ids that pair the
 shuffled rows …) must give exactly the base's figure.
 """
@@ -120,19 +122,12 @@ def invoke(argv: list[str], capsys) -> tuple[int, str, str]:
 
 def _assess_args(o: Path, r: Path, b: Base, extra: list[str], limit: float | None
                  ) -> list[str]:
+    # the default scenario search is on: an added or copied unchanged column can lower one
+    # attack's rate on all QIs while raising the risk (the attacker who uses it alone)
     argv = ["assess", str(o), str(r), "--method", b.methods, "--json", *b.args, *extra]
-    if _has_option("--scenarios"):
-        argv += ["--scenarios", "none"]
     if limit is not None:
         argv += ["--max-risk", f"{limit:.6f}%"]
     return argv
-
-
-@functools.cache
-def _has_option(opt: str) -> bool:
-    import inspect
-
-    return opt in inspect.getsource(cli)
 
 
 @dataclass
@@ -184,6 +179,10 @@ class Case:
     rel: pd.DataFrame
     args: list[str] = field(default_factory=list)
     strict: bool = True
+    #: the change adds information (an unchanged column): the true risk rises, but a
+    #: distance attack is not monotone in its attributes (an exact attribute can create a
+    #: tie elsewhere), so its figure may move by one record either way
+    adds_information: bool = False
     steps: list[str] = field(default_factory=list)
     fmt: str = "csv"
     csv_kw: dict = field(default_factory=dict)
@@ -291,6 +290,7 @@ def add_unchanged_column(c: Case, rng: random.Random, b: Base) -> bool:
     c.orig = c.orig.assign(**{name: v})
     c.rel = c.rel.assign(**{name: v})
     c.strict = False
+    c.adds_information = True
     return True
 
 
@@ -300,6 +300,7 @@ def copy_a_column_unchanged(c: Case, rng: random.Random, b: Base) -> bool:
     col = rng.choice(_qi_cols(c))
     c.rel = c.rel.assign(**{col: c.orig[col].to_numpy()})
     c.strict = False
+    c.adds_information = True
     return True
 
 
@@ -430,7 +431,10 @@ def make_case(i: int) -> tuple[str, Case]:
     chosen = rng.sample(names, k)
     if "case_and_spaces" in chosen and "labels_as_words" not in chosen and not b.numeric:
         chosen.insert(0, "labels_as_words")
-    order = {"labels_as_words": 0, "case_and_spaces": 1}
+    # content first, then what reorders or pairs the rows (a column added after a shuffle
+    # would be aligned with the shuffled rows: a different release, not a representation)
+    order = {"labels_as_words": 0, "case_and_spaces": 1, "shuffle_without_ids": 3,
+             "shuffled_with_ids": 3, "ids_unshuffled": 3, "ids_written_differently": 3}
     chosen.sort(key=lambda s: order.get(s, 2))
     for ch in chosen:
         if CHANGES[ch](c, rng, b):
@@ -483,7 +487,8 @@ def test_representation_never_lowers_the_verdict(i, tmp_path, base_dir, capsys):
         assert not c.strict, "a pure representation change was refused: " + what + v.err
         return
     assert v.code == 3, "the variant passes --max-risk that the base fails: " + what + v.err
-    assert v.rate is not None and v.rate >= rate0 - 1e-12, "lower worst case: " + what
+    slack = 1.0 / min(len(c.orig), len(c.rel)) if c.adds_information else 0.0
+    assert v.rate is not None and v.rate >= rate0 - slack - 1e-12, "lower worst case: " + what
     if c.strict:
         assert v.rate == pytest.approx(rate0, rel=1e-12, abs=1e-12), what
 

@@ -443,20 +443,41 @@ def test_renamed_column_and_case_only_categories(tmp_path, capsys):
     m = linkrisk.mask(o, "pram", columns=["region"], seed=1)
     right = linkrisk.attack(o, m, "dbrl_hamming").rate
     lower = m.assign(sex=m["sex"].str.lower() + " ")
-    with pytest.warns(LinkriskWarning, match="'sex' differ between the files only by case"):
+    with pytest.warns(LinkriskWarning, match="'sex' are written differently in the two files"):
         got = linkrisk.attack(o, lower, "dbrl_hamming").rate
     assert got == right
-    # a renamed numeric column: named, with the rename suggested, and in the verdict
+    # codes written 2 in one file and 2.0 in the other are one category too
+    coded = o.assign(job=o["job"].map({"clerk": 1, "farmer": 2, "teacher": 3, "nurse": 4,
+                                       "driver": 5}))
+    mc = m.assign(job=coded["job"].astype(float).map(lambda v: f"{v:.1f}"))
+    with pytest.warns(LinkriskWarning, match="'job' are written differently"):
+        got = linkrisk.attack(coded.astype({"job": str}), mc, "dbrl_hamming").rate
+    assert got == right
+    # a renamed numeric column: assess refuses to leave it out (it would lower the
+    # verdict), names the rename, and runs once the QIs are named
     o = linkrisk.datasets.synthetic(300, 4, seed=1)
     m = linkrisk.mask(o, "noise", a=0.3, seed=2).rename(columns={"v2": "income"})
     o.to_csv(tmp_path / "o.csv", index=False)
     m.to_csv(tmp_path / "m.csv", index=False)
     code, _, err = run(["assess", tmp_path / "o.csv", tmp_path / "m.csv", "-m", "dbrl",
                         "--max-risk", "100%"], capsys)
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert code == 2 and len(lines) == 1, err
+    assert re.search(r"error: the release has column 'income' that the original lacks "
+                     r"\('income' looks like 'v2' renamed\)", lines[0])
+    # the attack command (no verdict) still runs on the common columns, with the warning
+    code, _, err = run(["attack", tmp_path / "o.csv", tmp_path / "m.csv", "-m", "dbrl"],
+                       capsys)
     assert code == 0, err
     assert re.search(r"warning: columns v2 only in the original; income only in the release.*"
                      r"'income' looks like 'v2' renamed", err)
-    assert re.search(r"within the limit.*not assessed \(in one file only\): v2, income", err)
+    # columns only in the original (the release leaves them out) are named, not refused
+    m2 = linkrisk.mask(o, "noise", a=0.3, seed=2).drop(columns=["v2"])
+    m2.to_csv(tmp_path / "m2.csv", index=False)
+    code, _, err = run(["assess", tmp_path / "o.csv", tmp_path / "m2.csv", "-m", "dbrl",
+                        "--max-risk", "100%"], capsys)
+    assert code == 0, err
+    assert re.search(r"within the limit.*not assessed \(in one file only\): v2", err)
 
 
 def test_no_attack_runs_is_an_error(pair, tmp_path, capsys, monkeypatch):
@@ -498,3 +519,6 @@ def test_results_as_frames_and_html(pair):
     a = linkrisk.assess(orig, rel, attacks="dbrl,rbrl_max")
     assert list(a.to_frame().index)[0] == a.worst.method
     assert "Worst case" in a._repr_html_() and "<table" in a._repr_html_()
+    one = linkrisk.attack(orig, rel, "dbrl")
+    assert one.to_frame().loc["dbrl", "correct_links"] == one.correct_links
+    assert "dbrl" in one._repr_html_() and "<table" in one._repr_html_()

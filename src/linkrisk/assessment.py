@@ -23,7 +23,7 @@ from .attacks import (
     truth_description,
     why_not,
 )
-from .attacks.base import AttackResult, plain
+from .attacks.base import AttackResult, plain, results_frame
 from .attacks.settings import resolve_settings
 from .data import unchanged_qis, unmatched_columns
 from .engine.nearest import Progress
@@ -102,7 +102,7 @@ class Assessment:
 
     def to_frame(self) -> pd.DataFrame:
         """One row per attack run: rate (%), correct links, records, seconds (worst first)."""
-        return _results_frame(self.results.values())
+        return results_frame(self.results.values(), worst_first=True)
 
     def _repr_html_(self) -> str:
         w = self.worst
@@ -183,14 +183,6 @@ class Assessment:
             cut = len(page) if cut < 0 else cut
             page = page[:cut] + self.frequency.to_html() + page[cut:]
         return page
-
-
-def _results_frame(results: Any) -> pd.DataFrame:
-    rows = [{"attack": r.method, "rate_%": 100.0 * r.rate, "correct_links": r.correct_links,
-             "records": r.n, "seconds": r.seconds} for r in results]
-    cols = ["attack", "rate_%", "correct_links", "records", "seconds"]
-    df = pd.DataFrame(rows, columns=cols)
-    return df.sort_values("rate_%", ascending=False, kind="stable").set_index("attack")
 
 
 def _html(text: str) -> str:

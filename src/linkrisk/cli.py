@@ -583,8 +583,12 @@ def choose_cmd(
     png: Annotated[Path | None, typer.Option(help="the risk–utility map as PNG")] = None,
     csv: Annotated[Path | None, typer.Option(help="table of every point, CSV")] = None,
     parquet: Annotated[Path | None, typer.Option(help="table of every point, Parquet")] = None,
-    json_out: Annotated[Path | None, typer.Option("--json", help="table, recommendation and "
-                                                               "settings, JSON")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print the table, recommendation and "
+                                                     "settings as JSON on stdout instead of "
+                                                     "the table (as attack and assess)")] = False,
+    json_out: Annotated[Path | None, typer.Option("--json-file", help="write the table, "
+                                                  "recommendation and settings as JSON here")
+                        ] = None,
     write_release: Annotated[Path | None, typer.Option(
         help="write the recommended release here (CSV/Parquet) with a JSON sidecar "
              "<path>.json")] = None,
@@ -649,6 +653,13 @@ def choose_cmd(
     if json_out is not None:
         written.append(atomic_write_text(json_out, json.dumps(res.to_dict(), indent=2),
                                          force=force))
+    if as_json:
+        print(json.dumps(res.to_dict(), indent=2))
+        if write_release is not None and res.best is not None:
+            written += list(res.write_release(write_release, force=force))
+        if written:
+            err.print(escape("wrote " + ", ".join(str(p) for p in written)), highlight=False)
+        return
     t = Table(title=f"choose {res.settings['original']}: {len(res.points)} points, "
                     f"{res.settings['replications']} replications (mean ± sd)",
               title_justify="left")

@@ -250,19 +250,37 @@ def check_scale(df: pd.DataFrame, cols: Sequence[str], what: str) -> None:
             f"those records, or rescale the column")
 
 
-def _fold(x: str) -> str:
-    return x.strip().casefold()
+def _number_text(f: float) -> str:
+    return str(int(f)) if f.is_integer() and abs(f) < 2**63 else repr(f)
+
+
+def category_key(v: object) -> str:
+    """A category as a value, the one rule by which categories of the two files are
+    compared (the row-order check and the attacks alike): numbers, also written as text
+    (``2``, ``2.0``, ``"2"``), one way; text stripped, inner blanks folded to one space and
+    case folded; missing is its own key."""
+    if v is None or v is pd.NA or v is pd.NaT or (isinstance(v, float) and np.isnan(v)):
+        return "\x00missing"
+    if isinstance(v, (bool, np.bool_)):
+        return str(bool(v)).casefold()
+    if isinstance(v, (int, float, np.integer, np.floating)):
+        return _number_text(float(v))
+    t = str(v).strip()
+    try:
+        return _number_text(float(t))
+    except ValueError:
+        return re.sub(r"\s+", " ", t).casefold()
 
 
 def normalise_categories(a: pd.DataFrame, b: pd.DataFrame, cols: Sequence[str],
                          kinds: Mapping[str, str], notes: list[str] | None = None
                          ) -> list[str]:
-    """Categories that differ between the files only by case or surrounding spaces
-    (``Female`` / ``female ``): a category of one file absent from the other but equal to
-    one of it after ``strip().casefold()``. The column is rewritten, in place in both
-    frames, to the folded text (an attacker would match them: the conservative reading,
-    it raises linkability) and named in ``notes``. Ordered Categoricals are left alone.
-    Returns the columns rewritten."""
+    """Categories that differ between the files only in how they are written: by case or
+    blanks (``Female`` / ``female ``) or as numbers (``2`` / ``2.0`` / ``"2"``): a category
+    of one file absent from the other but with the same :func:`category_key` as one of it.
+    The column is rewritten, in place in both frames, to the keys (an attacker would match
+    them: the conservative reading, it raises linkability) and named in ``notes``. Ordered
+    Categoricals are left alone. Returns the columns rewritten."""
     done = []
     for c in cols:
         if kinds.get(c) != "nominal":
@@ -270,30 +288,29 @@ def normalise_categories(a: pd.DataFrame, b: pd.DataFrame, cols: Sequence[str],
         sa, sb = a[c], b[c]
         if any(isinstance(s.dtype, pd.CategoricalDtype) and s.dtype.ordered for s in (sa, sb)):
             continue
-        va = {x for x in sa.dropna().unique() if isinstance(x, str)}
-        vb = {x for x in sb.dropna().unique() if isinstance(x, str)}
+        va, vb = set(sa.dropna().unique()), set(sb.dropna().unique())
         if not va or not vb:
             continue
-        fold = _fold
-        fb: dict[str, list[str]] = {}
-        for y in vb:
-            fb.setdefault(fold(y), []).append(y)
-        fa: dict[str, list[str]] = {}
-        for x in va:
-            fa.setdefault(fold(x), []).append(x)
-        pairs = sorted({(x, y) for x in va - vb for y in fb.get(fold(x), ())}
-                       | {(x, y) for y in vb - va for x in fa.get(fold(y), ())})
+        ka = {x: category_key(x) for x in va}
+        kb = {y: category_key(y) for y in vb}
+        by_a: dict[str, list] = {}
+        for x, k in ka.items():
+            by_a.setdefault(k, []).append(x)
+        by_b: dict[str, list] = {}
+        for y, k in kb.items():
+            by_b.setdefault(k, []).append(y)
+        pairs = sorted({(str(x), str(y)) for x in va - vb for y in by_b.get(ka[x], ())}
+                       | {(str(x), str(y)) for y in vb - va for x in by_a.get(kb[y], ())})
         if not pairs:
             continue
-        for df in (a, b):
-            s = df[c]
-            df[c] = s.map(lambda x: _fold(x) if isinstance(x, str) else x).astype(object)
+        for df, keys in ((a, ka), (b, kb)):
+            df[c] = df[c].astype(object).map(lambda v, k=keys: k.get(v, v)).astype(object)
         done.append(c)
         if notes is not None:
             ex = ", ".join(f"{x!r}/{y!r}" for x, y in pairs[:3])
-            notes.append(f"categories of {c!r} differ between the files only by case or "
-                         f"spaces ({ex}{' …' if len(pairs) > 3 else ''}): matched ignoring "
-                         "case and surrounding spaces (an attacker would)")
+            notes.append(f"categories of {c!r} are written differently in the two files "
+                         f"({ex}{' …' if len(pairs) > 3 else ''}): matched by value, ignoring "
+                         "case and blanks (an attacker would)")
     return done
 
 
@@ -327,6 +344,19 @@ def select_qi(
                 "(files must use the same column names)"
             )
         only_a, only_b, renamed = unmatched_columns(original, masked, id_cols, truth)
+        extra = [c for c in only_b if not (weight_like(c) or id_like(masked[c], c))]
+        if screen and extra:
+            # A column the release carries under a name the original does not have is
+            # information the attacker may hold (a renamed QI): leaving it out could only
+            # lower the verdict, so the default QIs are not taken on that assumption.
+            hint = "; ".join(f"{d!r} looks like {c!r} renamed" for c, d in renamed.items()
+                             if d in extra)
+            raise LinkriskError(
+                f"the release has column{'s' if len(extra) > 1 else ''} "
+                f"{', '.join(map(repr, extra))} that the original lacks"
+                f"{' (' + hint + ')' if hint else ''}: the assessment would leave "
+                f"{'them' if len(extra) > 1 else 'it'} out; give each column the same name "
+                "in both files, or name the quasi-identifiers with --qi")
         if (only_a or only_b) and notes is not None:
             notes.append(_one_file_note(only_a, only_b, renamed))
         if dropped is not None:

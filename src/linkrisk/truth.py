@@ -26,13 +26,13 @@ links records to their masked versions.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
+from .data import category_key
 from .dates import date_days
 from .errors import LinkriskError
 
@@ -96,30 +96,9 @@ def _numbers(s: pd.Series) -> np.ndarray:
     return pd.to_numeric(s, errors="coerce").to_numpy(np.float64, na_value=np.nan)
 
 
-def _number_text(f: float) -> str:
-    return str(int(f)) if f.is_integer() and abs(f) < 2**63 else repr(f)
-
-
-def _category_key(v: object) -> str:
-    """A category as a value: numbers (also written as text: ``2``, ``2.0``, ``"2"``)
-    one way, text stripped; missing is its own category."""
-    if v is None or v is pd.NA or v is pd.NaT or (isinstance(v, float) and np.isnan(v)):
-        return "\x00missing"
-    if isinstance(v, (bool, np.bool_)):
-        return str(bool(v))
-    if isinstance(v, (int, float, np.integer, np.floating)):
-        return _number_text(float(v))
-    t = str(v).strip()
-    try:
-        return _number_text(float(t))
-    except ValueError:
-        return t
-
-
 def _category_keys(s: pd.Series) -> pd.Series:
-    """The categories as values (:func:`_category_key`), ignoring case and blanks."""
-    return pd.Series([re.sub(r"\s+", " ", _category_key(v)).casefold()
-                      for v in s.astype(object)], dtype=object)
+    """The categories as values (:func:`linkrisk.data.category_key`)."""
+    return pd.Series([category_key(v) for v in s.astype(object)], dtype=object)
 
 
 def row_order_check(a: pd.DataFrame, b: pd.DataFrame, qi: Sequence[str],

@@ -217,3 +217,37 @@ def test_in_place_transforms_leave_inputs_and_shared_context_intact():
     a, b = ctx.numeric()
     np.testing.assert_array_equal(a, o0.to_numpy(float))
     np.testing.assert_array_equal(b, m0.to_numpy(float))
+
+
+def test_mahalanobis_with_added_records_uses_the_true_pairs_for_s():
+    """Records added to the release (paired by ids) do not make S = Var(A) + Var(B) −
+    2 Cov(A, B) indefinite: the three terms are taken on the true pairs (issue 38: it was
+    refused as 'collinear or unperturbed'). Without added records S is unchanged."""
+    from linkrisk.attacks import make_context
+    from linkrisk.attacks.distance import _whitened
+
+    c = linkrisk.datasets.load("census").drop(columns=["AFNLWGT"])
+    r = linkrisk.mask(c, "noise", a=0.3, seed=1)
+    rng = np.random.default_rng(3)
+    extra = c.sample(300, random_state=3).reset_index(drop=True) * rng.uniform(0.5, 1.5,
+                                                                              (300, 12))
+    c2 = c.assign(pid=[f"p{i}" for i in range(len(c))])
+    r2 = pd.concat([r.assign(pid=[f"p{i}" for i in range(len(r))]),
+                    extra.assign(pid=[f"x{i}" for i in range(300)])], ignore_index=True)
+    got = linkrisk.attack(c2, r2, "mahalanobis", ids="pid")
+    assert got.rate > 0.3
+    # the whitening is that of S on the true pairs
+    ctx, _ = make_context(c2, r2, ids="pid")
+    a, b = ctx.numeric()
+    ia, ib = ctx.true_pairs()
+    d = a[ia] - b[ib]
+    s = np.cov(d, rowvar=False, bias=False)
+    wa, wb = _whitened(ctx, True)
+    z = (wa[ia] - wb[ib])
+    # |W(a - b)|² = (a - b)ᵀ S⁻¹ (a - b) for every true pair
+    np.testing.assert_allclose((z ** 2).sum(1)[:50],
+                               np.einsum("ij,jk,ik->i", d[:50], np.linalg.inv(s), d[:50]),
+                               rtol=1e-6)
+    # without added records S is the former Var(A) + Var(B) − 2 Cov(A, B) (the snapshot
+    # test pins those results bit for bit)
+    assert linkrisk.attack(c, r, "mahalanobis").rate > 0.3

@@ -290,7 +290,7 @@ def test_cli_outputs_release_and_checks(census_small, tmp_path, monkeypatch):
     census_small.to_csv("orig.csv", index=False)
     args = ["choose", "orig.csv", "-m", "mdav:k=5,10", "-m", "noise:a=1", "--max-risk", "25%",
             "--replications", "2", "--processes", "1", "--seed", "2", "-o", "c.html",
-            "--png", "c.png", "--csv", "c.csv", "--json", "c.json", "--parquet", "c.parquet",
+            "--png", "c.png", "--csv", "c.csv", "--json-file", "c.json", "--parquet", "c.parquet",
             "--write-release", "rel.csv"]
     res = CliRunner().invoke(app, args)
     assert res.exit_code == 0, res.output
@@ -324,6 +324,38 @@ def test_cli_outputs_release_and_checks(census_small, tmp_path, monkeypatch):
         res = CliRunner().invoke(app, ["choose", "orig.csv", *extra])
         assert res.exit_code != 0
         assert isinstance(res.exception, LinkriskError) or "error" in res.output
+
+
+def test_cli_coded_categories_json_flag_and_warnings_once(tmp_path, monkeypatch, capsys):
+    """Integer codes are masked as the categories the attacks read them as (not with noise,
+    which would fail only after the sweep), worker warnings come once as ``warning:``
+    lines, and ``--json`` prints JSON on stdout as attack and assess do (issue 38)."""
+    from linkrisk import cli
+
+    monkeypatch.chdir(tmp_path)
+    rng = np.random.default_rng(0)
+    pd.DataFrame({c: rng.integers(1, 6, 150) for c in "abc"}).to_csv("codes.csv", index=False)
+    try:
+        cli.main(["choose", "codes.csv", "-m", "pram:pd=0.8", "--replications", "2",
+                  "--processes", "1", "--json"])
+        code = 0
+    except SystemExit as exc:
+        code = exc.code
+    cap = capsys.readouterr()
+    assert code in (0, None), cap.err
+    js = json.loads(cap.out)
+    assert [p["point"] for p in js["points"]] == ["pram pd=0.8"]
+    assert js["settings"]["kind"] == "categorical"
+    warned = [ln for ln in cap.err.splitlines() if "coded categories" in ln]
+    assert len(warned) == 1 and warned[0].startswith("warning: "), cap.err
+    assert "LinkriskWarning" not in cap.err and "Traceback" not in cap.err
+    # the default grid of coded columns is the categorical one (no noise, no rank swap)
+    from linkrisk.experiments.choose import _coded_as_categories, data_kind
+
+    df = pd.read_csv("codes.csv")
+    with pytest.warns(linkrisk.LinkriskWarning, match="coded categories"):
+        assert data_kind(_coded_as_categories(df, list(df.columns)), list(df.columns)) \
+            == "categorical"
 
 
 def test_cli_checks_matplotlib_before_the_sweep(tmp_path, monkeypatch):

@@ -31,7 +31,7 @@ from . import distance  # noqa: F401  (registers the attacks)
 
 # isort: split
 from . import categorical, globalmatch, probabilistic, rank, rankswap  # noqa: F401
-from .base import ATTACKS, AttackResult, LinkContext, Outcome
+from .base import ATTACKS, AttackResult, LinkContext, Outcome, results_frame
 from .settings import DIRECTIONS, LinkSettings, resolve_settings
 
 #: ``method="all"`` (and ``assess``) leaves the global attack out above this many records
@@ -334,11 +334,7 @@ class AttackResults(dict):
     def to_frame(self) -> pd.DataFrame:
         """One row per attack (index ``attack``, in order): ``rate_%``, ``correct_links``,
         ``records``, ``seconds``; the attacks not run are left out (see ``skipped``)."""
-        return pd.DataFrame([{"attack": m, "rate_%": 100.0 * r.rate,
-                              "correct_links": r.correct_links, "records": r.n,
-                              "seconds": r.seconds} for m, r in self.items()],
-                            columns=["attack", "rate_%", "correct_links", "records",
-                                     "seconds"]).set_index("attack")
+        return results_frame(self.values())
 
     def _repr_html_(self) -> str:
         import html

@@ -220,9 +220,34 @@ class AttackResult:
         out.update({k: plain(v) for k, v in self.extra.items()})
         return out
 
+    def to_frame(self) -> pd.DataFrame:
+        """This attack as a one-row table (index ``attack``): ``rate_%``, ``correct_links``,
+        ``records``, ``seconds`` (:func:`results_frame`); ``per_record`` has the records."""
+        return results_frame([self])
+
+    def _repr_html_(self) -> str:
+        import html
+
+        return (f"<p>{html.escape(self.method)} on QIs "
+                f"{html.escape(', '.join(map(str, self.qi)))} ({html.escape(self.direction)})"
+                "</p>" + self.to_frame().to_html())
+
     def __repr__(self) -> str:
         return (f"AttackResult(method={self.method!r}, n={self.n}, "
                 f"correct_links={self.correct_links:.2f}, rate={self.rate:.4f})")
+
+
+def results_frame(results: Iterable[AttackResult], *, worst_first: bool = False
+                  ) -> pd.DataFrame:
+    """One row per attack result (index ``attack``): ``rate_%``, ``correct_links``,
+    ``records``, ``seconds``; in the given order, or the highest rate first (stable)."""
+    cols = ["attack", "rate_%", "correct_links", "records", "seconds"]
+    df = pd.DataFrame([{"attack": r.method, "rate_%": 100.0 * r.rate,
+                        "correct_links": r.correct_links, "records": r.n,
+                        "seconds": r.seconds} for r in results], columns=cols)
+    if worst_first:
+        df = df.sort_values("rate_%", ascending=False, kind="stable")
+    return df.set_index("attack")
 
 
 def plain(v: Any) -> Any:

@@ -93,11 +93,19 @@ def _whitened(ctx: LinkContext, with_cov: bool) -> tuple[np.ndarray, np.ndarray]
                             f"a {m}×{m} covariance (here {min(ctx.n_a, ctx.n_b):,} records); "
                             "use fewer QIs (--qi) or another attack")
     a, b = ctx.numeric()
-    s = covariance(a) + covariance(b)
     if with_cov:
         ia, ib = ctx.true_pairs()
         cab = covariance(a, b, ix=ia, iy=ib)
-        s = s - cab - cab.T
+        if ia.size == ctx.n_a and ib.size == ctx.n_b:
+            s = covariance(a) + covariance(b) - cab - cab.T
+        else:
+            # records of one file without a partner (added or dropped records): the three
+            # terms on the same (true-pair) rows, else S need not be positive semi-definite
+            # and would be refused as "collinear" for a reason that is not
+            s = (covariance(a, a, ix=ia, iy=ia) + covariance(b, b, ix=ib, iy=ib)
+                 - cab - cab.T)
+    else:
+        s = covariance(a) + covariance(b)
     w = whitening(s, ctx.qi, what="Var(A)+Var(B)-2Cov(A,B)" if with_cov else "Var(A)+Var(B)")
     # centre both files on A's mean first: the score only depends on a − b, and centring
     # keeps the whitened coordinates small

@@ -506,6 +506,7 @@ def choose(
     df, name = load_original(original, data_dir)
     notes: list[str] = []
     qis, conf, qi_given = _choose_qis(df, name, qi, confidential, notes)
+    df = _coded_as_categories(df, qis)
     if ordered:
         df = df.apply(lambda s: s.cat.as_ordered() if isinstance(s.dtype, pd.CategoricalDtype)
                       else s.astype("category").cat.as_ordered()
@@ -551,6 +552,23 @@ def choose(
     notes += _failure_notes(rows)
     return Choice(points, rec, closest, reasons, suggestion, rows, settings, notes, cached,
                   len(tasks), df)
+
+
+def _coded_as_categories(df: pd.DataFrame, qis: Sequence[str]) -> pd.DataFrame:
+    """Integer QIs that the attacks read as coded categories (:func:`linkrisk.data.coded`)
+    are masked as categories too, with the attacks' warning: masking codes as numbers
+    (noise on a region code) gives releases no category of which matches, and the sweep
+    would only fail after it ran."""
+    from ..data import attribute_kinds, infer_kind
+
+    said: list[str] = []
+    kinds = attribute_kinds(df, list(qis), notes=said)
+    coded = [c for c in qis if kinds[c] == "nominal" and infer_kind(df[c]) == "numeric"]
+    if not coded:
+        return df
+    for msg in said:
+        warnings.warn(msg, LinkriskWarning, stacklevel=3)
+    return df.assign(**{c: pd.Categorical(df[c]) for c in coded})
 
 
 def _choose_qis(df: pd.DataFrame, name: str, qi: str | Sequence[str] | None,

@@ -16,6 +16,7 @@ import multiprocessing
 import os
 import re
 import time
+import warnings
 import zlib
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -27,7 +28,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..errors import LinkriskError
+from ..errors import LinkriskError, LinkriskWarning
 from ..fileio import atomic_write_text, read_input
 from .config import AttackSpec, DatasetSpec, Study
 
@@ -150,7 +151,24 @@ def _qi_sets(study: Study, ds: DatasetSpec) -> list[tuple[str, list[str] | None]
 
 
 def run_task(task: Task) -> list[dict[str, Any]]:
-    """Mask, attack with every QI set, add the measures; one row per result."""
+    """Mask, attack with every QI set, add the measures; one row per result. linkrisk's
+    warnings are not printed here (in a worker process they would show raw, once per
+    replication): each row carries them (``warnings``) and :func:`run_tasks` warns once
+    per message in the calling process."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", LinkriskWarning)
+        rows = _run_task(task)
+    said = list(dict.fromkeys(str(w.message) for w in caught
+                              if issubclass(w.category, LinkriskWarning)))
+    for w in caught:
+        if not issubclass(w.category, LinkriskWarning):
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    for r in rows:
+        r["warnings"] = "\n".join(said)
+    return rows
+
+
+def _run_task(task: Task) -> list[dict[str, Any]]:
     from ..attacks import LinkSettings, make_context, run_attack
     from ..masking import mask
 
@@ -277,6 +295,9 @@ def run_tasks(tasks: list[Task], cache_dir: Path, processes: int = 2,
     rows = []
     for t in tasks:
         rows += json.loads((cache_dir / f"{t.key}.json").read_text())
+    said = dict.fromkeys(m for r in rows for m in (r.get("warnings") or "").split("\n") if m)
+    for msg in said:  # once each, in this process (the CLI shows them as warning: lines)
+        warnings.warn(msg, LinkriskWarning, stacklevel=2)
     return pd.DataFrame(rows), cached
 
 
