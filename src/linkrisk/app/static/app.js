@@ -195,7 +195,11 @@
       if (!state.data.original) return;
       try {
         const job = await api("POST", "/api/inspect", schemaArgs());
-        watch(job, $("schema-general"), (j) => { state.schema = j.result; renderSchema(); clear($("schema-general")); renderGeneral(); });
+        state.inspecting = job.id;
+        watch(job, $("schema-general"), (j) => {
+          if (j.id !== state.inspecting) return;  // a newer read of the schema is on its way
+          state.schema = j.result; renderSchema(); clear($("schema-general")); renderGeneral();
+        });
       } catch (e) { flash(e.message, true); }
     }, 120);
   }
@@ -458,7 +462,7 @@
     renderMaskForm();
     renderGrids();
     updateCommand();
-    refreshJobs();
+    await refreshJobs();
     document.body.dataset.ready = "1";
   }
   start();
