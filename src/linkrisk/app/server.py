@@ -20,6 +20,7 @@ Security (README, "The web app"):
 from __future__ import annotations
 
 import ipaddress
+import json
 import logging
 import os
 import re
@@ -62,9 +63,6 @@ HEADERS = {"content-security-policy": CSP, "x-content-type-options": "nosniff",
            "permissions-policy": "camera=(), microphone=(), geolocation=()"}
 #: file formats a release can be written in (fileio.write_table)
 FORMATS = ("csv", "csv.gz", "parquet", "dta", "sav", "xpt")
-#: suffixes of files the app reads (fileio.read_table)
-READABLE = (".csv", ".csv.gz", ".csv.bz2", ".csv.xz", ".csv.zst", ".tsv", ".txt", ".parquet",
-            ".pq", ".dta", ".sav", ".zsav", ".sas7bdat", ".xpt")
 FORBIDDEN = ("403 Forbidden: this linkrisk server needs its token. Open the address "
              "`linkrisk serve` printed (it ends in ?token=…).\n")
 ROLES = ("original", "release")
@@ -341,10 +339,7 @@ async def upload(request: Request) -> Response:
     s = _session(request)
     role = _role(request)
     name = unquote(request.headers.get("x-filename", "")) or "upload.csv"
-    name = Path(name.replace("\\", "/")).name
-    if not name.lower().endswith(READABLE):
-        raise HttpError(400, f"{name}: not a format linkrisk reads (CSV, Parquet, Stata .dta, "
-                             "SPSS .sav, SAS .sas7bdat/.xpt)")
+    name = Path(name.replace("\\", "/")).name or "upload.csv"  # fileio reads it by suffix
     limit = st.config.max_upload
     too_big = HttpError(413, f"{name} is larger than the upload limit of {_mib(limit)}: open "
                              "it by path instead (a file on this machine is read in place), "
@@ -370,9 +365,11 @@ async def upload(request: Request) -> Response:
 def _load(request: Request, s: Session, role: str, spec: str, label: str, kind: str
           ) -> JSONResponse:
     s.data.pop(role, None)
-    s.data[role + "_pending"] = {"label": label, "kind": kind, "spec": spec}
-    return _submit(request, s, "load", {"spec": spec, "label": label, "kind": kind},
+    resp = _submit(request, s, "load", {"spec": spec, "label": label, "kind": kind},
                    f"read {label}")
+    s.data[role + "_pending"] = {"label": label, "kind": kind, "spec": spec,
+                                 "job": json.loads(resp.body)["id"]}
+    return resp
 
 
 async def open_data(request: Request) -> Response:
@@ -421,7 +418,7 @@ def _absorb(st: State, s: Session) -> None:
             job.args["_absorbed"] = True
             for role in ROLES:
                 pend = s.data.get(role + "_pending")
-                if pend is not None and pend["spec"] == job.args["spec"]:
+                if pend is not None and pend["job"] == job.id:
                     s.data[role] = {**pend, **job.result}
                     s.data.pop(role + "_pending")
 
