@@ -1358,11 +1358,11 @@ def assignment_sets(ctx: LinkContext, cmp: Comparison, score: np.ndarray | None,
     re-identifications. With missing comparisons (they weigh 0) the costs are computed
     per pair from ``weights`` = (w_agree, w_disagree): each −w_j on the grid
     (:func:`grid_weights`, exact sums in any order), the reported scores unrounded."""
+    from ..engine.budget import dense_assignment_bytes
     from ..engine.matching.assignment import dense_assignment
 
     n_a, n_b, m = cmp.a.shape[0], cmp.b.shape[0], cmp.a.shape[1]
-    # the matrix and the solver's column indices (and a transposed copy when n_a > n_b)
-    need = (24 if n_a > n_b else 16) * n_a * n_b
+    need = dense_assignment_bytes(n_a, n_b)
     if need > ctx.memory_budget:
         raise LinkriskError(
             f"one_to_one=True needs a dense {n_a}x{n_b} cost matrix (~{need / 2**30:.1f} GiB), "
