@@ -18,7 +18,7 @@ ROOT = Path(linkrisk.__file__).resolve().parent
 #: layer of each top-level part (a module may import only from its own part or lower)
 LAYER = {"errors": 0, "_version": 0, "params": 0, "options": 0, "truth": 0, "data": 1, "grouping": 1, "datasets": 1, "fileio": 1, "masking": 1,
          "engine": 2, "attacks": 3, "measures": 4, "report": 5, "scenarios": 5, "assessment": 6, "experiments": 6,
-         "catalog": 6, "": 7, "cli": 8, "__main__": 9}
+         "catalog": 6, "": 7, "app": 8, "cli": 8, "__main__": 9}
 #: known edges against the flow (none: ``Assessment.to_html`` calls the report package,
 #: which sits below the assessment and reads ``records_at_risk`` from the measures)
 KNOWN: set[tuple[str, str]] = set()

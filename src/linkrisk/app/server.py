@@ -255,12 +255,12 @@ def _meta(state: State) -> dict[str, Any]:
     """The registries as the page needs them: the forms are generated from these."""
     from linkrisk import datasets
     from linkrisk.attacks import ATTACKS
-    from linkrisk.experiments.choose import _default_grid
+    from linkrisk.experiments.choose import CATEGORICAL_DEFAULTS, NUMERIC_DEFAULTS
     from linkrisk.masking import METHODS
 
     methods = []
     for spec in METHODS.values():
-        grid = _default_grid(spec.name) or {}
+        grid = {**NUMERIC_DEFAULTS, **CATEGORICAL_DEFAULTS}.get(spec.name, {})  # choose's
         methods.append({"name": spec.name, "summary": spec.summary, "kind": spec.kind,
                         "deterministic": spec.deterministic, "strength": spec.strength,
                         "params": [_param_json(p) for p in spec.params.values()],

@@ -7,13 +7,15 @@ public API with the same options, so the app's figures are the CLI's figures."""
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
+import math
 import pickle
 import re
 import secrets
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +23,7 @@ import numpy as np
 import pandas as pd
 
 import linkrisk
-from linkrisk.cli import sha256
 from linkrisk.errors import LinkriskError, LinkriskWarning
-from linkrisk.experiments.choose import _jsonable as _plain  # JSON-able, NaN as null
 
 #: rows of the per-record table shown in the page (the CSV has them all)
 RECORDS_SHOWN = 50
@@ -55,6 +55,25 @@ def _load(path: str) -> pd.DataFrame:
         return pickle.load(f)
 
 
+def _sha256(path: str) -> str:
+    """The file's SHA-256 (for the report's inputs and the release's sidecar)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _plain(v: Any) -> Any:
+    """``v`` as JSON: numpy scalars as Python numbers, NaN and infinities as null."""
+    if isinstance(v, Mapping):
+        return {str(k): _plain(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    v = v.item() if isinstance(v, np.generic) else v
+    return None if isinstance(v, float) and not math.isfinite(v) else v
+
+
 def _caught(caught: list[warnings.WarningMessage]) -> list[str]:
     return [str(w.message) for w in caught if issubclass(w.category, (LinkriskWarning,
                                                                         UserWarning))]
@@ -75,7 +94,7 @@ def load(args: dict[str, Any], out: Path, send: Send) -> dict[str, Any]:
         pickle.dump(df, f, protocol=pickle.HIGHEST_PROTOCOL)
     return {"pickle": str(path), "rows": int(len(df)), "columns": [str(c) for c in df.columns],
             "warnings": _caught(caught),
-            "sha256": sha256(args["spec"]) if args.get("kind") != "dataset" else None}
+            "sha256": _sha256(args["spec"]) if args.get("kind") != "dataset" else None}
 
 
 def _examples(s: pd.Series) -> list[str]:
