@@ -214,7 +214,8 @@ def test_mask_with_the_generated_form(page, files):
 
 def test_choose_map_and_click(page, files):
     page.click("#tab-choose")
-    for method, grid in (("rank_swap", "5,15"), ("microaggregation_ir", "3")):
+    assert page.input_value(".grid-values[data-method='rank_swap']") == "p=2,5,10,15,20"
+    for method, grid in (("rank_swap", "p=5,15"), ("microaggregation_ir", "k=3")):
         page.check(f".grid-on[data-method='{method}']")
         page.fill(f".grid-values[data-method='{method}']", grid)
     page.fill("#replications", "1")

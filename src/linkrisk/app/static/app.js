@@ -383,15 +383,18 @@
 
   // ------------------------------------------------------------------ choose
   function renderGrids() {
+    // one line per registered method: its grid as `linkrisk choose --method METHOD:GRID`
+    // takes it (PARAM=VALUES[/PARAM=VALUES]), prefilled with choose's default grid
     const box = clear($("grids"));
     for (const m of state.meta.methods) {
-      const lines = m.params.filter((p) => p.type !== "list" && p.type !== "object");
-      if (!lines.length) continue;
-      const first = Object.keys(m.grid)[0] || (lines.find((p) => p.required) || lines[0]).name;
-      const p = lines.find((x) => x.name === first) || lines[0];
+      const grid = Object.entries(m.grid).map(([k, v]) => `${k}=${v}`).join("/");
+      const needed = m.params.filter((p) => p.required && p.type !== "list" && p.type !== "object");
+      const hint = (needed.length ? needed : m.params.slice(0, 1)).map((p) => `${p.name}=a,b,c`).join("/");
       box.append(h("div", { class: "grid-line" },
-        h("label", {}, h("input", { type: "checkbox", class: "grid-on", "data-method": m.name, checked: ["noise", "rank_swap", "microaggregation_ir", "mdav"].includes(m.name) && false }), ` ${m.name}`),
-        h("div", {}, h("label", {}, `${p.name} = `, h("input", { type: "text", class: "grid-values", "data-method": m.name, "data-param": p.name, value: m.grid[p.name] || "", placeholder: `values of ${p.name}: a,b,c or a..b`, size: 30 })),
+        h("label", { title: m.params.map((p) => `${p.name} (${p.shown_type}): ${p.help}`).join("\n") },
+          h("input", { type: "checkbox", class: "grid-on", "data-method": m.name }), ` ${m.name}`),
+        h("div", {}, h("input", { type: "text", class: "grid-values", "data-method": m.name, value: grid,
+          placeholder: hint ? `${hint} or a..b` : "no parameter", size: 34 }),
           h("span", { class: "sub" }, ` ${m.summary}`))));
     }
   }
@@ -400,7 +403,7 @@
     const methods = [];
     for (const c of document.querySelectorAll(".grid-on:checked")) {
       const v = document.querySelector(`.grid-values[data-method="${c.dataset.method}"]`);
-      methods.push(v.value.trim() ? `${c.dataset.method}:${v.dataset.param}=${v.value.trim()}` : c.dataset.method);
+      methods.push(v.value.trim() ? `${c.dataset.method}:${v.value.trim()}` : c.dataset.method);
     }
     const body = { methods, max_risk: $("choose-max-risk").value, replications: $("replications").value, seed: $("choose-seed").value,
       confidential: $("confidential").value, ordered: $("ordered").checked, qi: state.edits.qi };
