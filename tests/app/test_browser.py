@@ -76,6 +76,9 @@ def page(browser, server):
     pg.requests, pg.errors, pg.dialogs = [], [], []
     ctx.on("request", lambda r: pg.requests.append(r.url))
     pg.on("pageerror", lambda e: pg.errors.append(str(e)))
+    # console errors: CSP violations among them (a 403/413 the tests provoke is expected)
+    pg.on("console", lambda m: m.type == "error" and "status of 4" not in m.text
+          and pg.errors.append(m.text))
     pg.on("dialog", lambda d: (pg.dialogs.append(d.message), d.dismiss()))
     r = pg.goto(server.url)
     assert r.ok

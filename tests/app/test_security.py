@@ -117,6 +117,19 @@ def test_upload_limit_has_a_clear_message(app):
     assert not list(Path(state.dir).rglob("big.csv"))  # nothing kept
 
 
+def test_upload_names_stay_in_the_private_folder(app):
+    asgi, state, cfg = app
+    c = client(asgi)
+    sid = open_page(c, cfg.token)
+    for name in ("..", "../../escape.csv", "a%00b.csv", "..%2F..%2Fx.csv"):
+        r = c.put("/api/data/original/upload", content=b"a,b\n1,2\n",
+                  headers={"x-linkrisk-session": sid, "x-filename": name})
+        assert r.status_code == 202, (name, r.text)
+    files = [p for p in Path(state.dir).rglob("*") if p.is_file()]
+    assert len(files) == 4 and all(Path(state.dir) in p.parents for p in files)
+    assert sorted(p.name for p in files) == ["a_b.csv", "escape.csv", "upload.csv", "x.csv"]
+
+
 def test_uploads_are_private_and_deleted_on_close(tmp_path):
     cfg = Config(port=PORT, warm=False, workdir=tmp_path)
     asgi, state = create_app(cfg)

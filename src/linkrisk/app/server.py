@@ -339,7 +339,9 @@ async def upload(request: Request) -> Response:
     s = _session(request)
     role = _role(request)
     name = unquote(request.headers.get("x-filename", "")) or "upload.csv"
-    name = Path(name.replace("\\", "/")).name or "upload.csv"  # fileio reads it by suffix
+    name = re.sub(r"[\x00-\x1f]", "_", Path(name.replace("\\", "/")).name)
+    if name in ("", ".", ".."):
+        name = "upload.csv"  # fileio reads an upload by its suffix, as the CLI a file
     limit = st.config.max_upload
     too_big = HttpError(413, f"{name} is larger than the upload limit of {_mib(limit)}: open "
                              "it by path instead (a file on this machine is read in place), "
