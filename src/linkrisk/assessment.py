@@ -81,6 +81,44 @@ class Assessment:
     dropped: list[str] = field(default_factory=list)
     #: attribute disclosure of the ``sensitive`` columns (:func:`_attribute`), or None
     attribute: dict[str, Any] | None = None
+    #: anonymeter's linkability attack on the release (``linkability=True``), or None
+    linkability: dict[str, Any] | None = None
+
+    @property
+    def attribute_worst(self) -> dict[str, Any] | None:
+        """The attribute section's figure: the largest share of attacker records whose
+        sensitive value is inferred through an attack's links (``attack``, ``sensitive``,
+        ``rate``, ``inferred``), or None without sensitive columns."""
+        linked = (self.attribute or {}).get("linked") or {}
+        cand = [{"attack": k, "sensitive": s, "rate": float(v["rate"]),
+                 "inferred": int(v["inferred"])}
+                for k, per in linked.items() for s, v in per.items()]
+        return max(cand, key=lambda d: d["rate"]) if cand else None
+
+    @property
+    def sections(self) -> list[dict[str, Any]]:
+        """One entry per threat model present: ``identity`` (the worst-case
+        re-identification) and, with sensitive columns, ``attribute`` (values inferred
+        through the links); each with its ``risk`` in [0, 1], what it measures and whether
+        it ``exceeds`` ``max_risk``. The overall verdict is the worst of them."""
+        mr = self.max_risk
+        w = self.worst
+        out = [{"threat": "identity", "risk": float(w.rate), "attack": w.method,
+                "measure": "records re-identified by the worst attack"}]
+        aw = self.attribute_worst
+        if aw is not None:
+            out.append({"threat": "attribute", "risk": aw["rate"], "attack": aw["attack"],
+                        "sensitive": aw["sensitive"],
+                        "measure": f"records whose {aw['sensitive']} is inferred through "
+                                   f"{aw['attack']}'s links"})
+        for d in out:
+            d["exceeds"] = mr is not None and 100.0 * d["risk"] > mr
+        return out
+
+    @property
+    def verdict_section(self) -> dict[str, Any]:
+        """The section with the highest risk: it gives the overall verdict."""
+        return max(self.sections, key=lambda d: d["risk"])
 
     @property
     def verdict_notes(self) -> list[str]:
@@ -119,8 +157,10 @@ class Assessment:
 
     @property
     def exceeds(self) -> bool:
-        """Whether the worst case exceeds ``max_risk`` (False when it is not set)."""
-        return self.max_risk is not None and 100.0 * self.worst.rate > self.max_risk
+        """Whether any section (:attr:`sections`: the worst case of re-identification, and
+        the attribute disclosure when sensitive columns are given) exceeds ``max_risk``
+        (False when it is not set)."""
+        return any(d["exceeds"] for d in self.sections)
 
     @property
     def worst(self) -> AttackResult:
@@ -160,6 +200,14 @@ class Assessment:
                                     for t in (0.5, 1.0)},
                 "settings": {k: plain(v) for k, v in self.settings.items()},
                 "exceeds_max_risk": self.exceeds if self.max_risk is not None else None,
+                "sections": [{k: plain(v) for k, v in d.items()} for d in self.sections],
+                "verdict": {"section": self.verdict_section["threat"],
+                            "risk": self.verdict_section["risk"],
+                            "exceeding": [d["threat"] for d in self.sections if d["exceeds"]]},
+                **({"attribute": _plain_tree(self.attribute)}
+                   if self.attribute is not None else {}),
+                **({"linkability": _plain_tree(self.linkability)}
+                   if self.linkability is not None else {}),
                 "unchanged": {k: dict(v) for k, v in self.unchanged.items()},
                 "not_assessed": list(self.dropped),
                 "notes": list(self.notes), "warnings": list(self.warnings),
@@ -183,6 +231,15 @@ class Assessment:
             cut = len(page) if cut < 0 else cut
             page = page[:cut] + self.frequency.to_html() + page[cut:]
         return page
+
+
+def _plain_tree(v: Any) -> Any:
+    """Dicts and lists of numpy scalars as plain JSON-able Python."""
+    if isinstance(v, Mapping):
+        return {str(k): _plain_tree(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_plain_tree(x) for x in v]
+    return plain(v)
 
 
 def _html(text: str) -> str:
@@ -249,6 +306,7 @@ def assess(
     synthetic: bool = False,
     holdout: pd.DataFrame | None = None,
     sensitive: str | Sequence[str] | None = None,
+    linkability: bool = False,
 ) -> Assessment:
     """Run the attacks and measures a data owner needs before releasing ``masked``.
 
@@ -295,7 +353,14 @@ def assess(
     generator never saw; ``sensitive``: the inference attack's secrets). Otherwise
     ``sensitive`` adds attribute disclosure (:mod:`linkrisk.measures.attribute`) to the
     assessment's ``attribute`` (l-diversity and t-closeness of the release's categorical
-    QI patterns, and the sensitive values inferred through each attack's links)."""
+    QI patterns, and the sensitive values inferred through each attack's links).
+
+    ``linkability=True`` (masked releases): also anonymeter's linkability attack on the
+    release (:func:`linkrisk.synthetic.linkability`, the QIs split in two halves, no
+    control set), shown beside true re-identification in :attr:`Assessment.linkability`
+    and the report: it counts attacker records whose two halves point to the same
+    released record, right or wrong, and needs no truth; re-identification counts the
+    links to the record's own released version."""
     t0 = time.perf_counter()
     if synthetic:
         from .synthetic import synthetic_risk
@@ -323,9 +388,20 @@ def assess(
                             "(direction original->masked); use linkrisk.attack for the "
                             "other direction")
     ids = None if st.ids is None else list(st.ids)
+    sens = [] if not sensitive else [sensitive] if isinstance(sensitive, str) else list(sensitive)
+    both = [c for c in sens if st.qi is not None and c in st.qi]
+    if both:
+        raise LinkriskError(f"{both[0]!r} is both a QI and a sensitive column: the attacker "
+                            "infers a sensitive value, so it cannot know it")
+    for c in sens:
+        for what, df in (("original", original), ("released", masked)):
+            if c not in df.columns:
+                raise LinkriskError(f"sensitive column {c!r} is not in the {what} file")
+    # the attacker does not know the sensitive values: they are left out of the linkage
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", LinkriskWarning)
-        ctx, direction = make_context(original, masked, settings=st)
+        ctx, direction = make_context(original.drop(columns=sens),
+                                      masked.drop(columns=sens), settings=st)
     warned = [str(w.message) for w in caught if issubclass(w.category, LinkriskWarning)]
     for w in caught:
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
@@ -409,7 +485,24 @@ def assess(
                       record_drivers=found.record_drivers,
                       scenario_search={**found.info, "greedy": found.greedy},
                       unchanged=unchanged, dropped=dropped,
-                      attribute=_attribute(original, masked, results, sensitive, kinds_used(ctx)))
+                      attribute=_attribute(original, masked, results, sensitive, kinds_used(ctx)),
+                      linkability=_linkability(original, masked, ctx.qi, int(ctx.seed))
+                      if linkability else None)
+
+
+def _linkability(original: pd.DataFrame, masked: pd.DataFrame, qi: Sequence[str],
+                 seed: int) -> dict[str, Any]:
+    """anonymeter's linkability attack on a masked release (docs/methods.md, "Synthetic
+    data"): the QIs in file order split in two halves, every original record attacked, no
+    control set (its risk is the attack's success rate)."""
+    from .synthetic import linkability
+
+    cols = list(qi)
+    if len(cols) < 2:
+        raise LinkriskError("linkability needs at least 2 QIs (it splits them in two halves)")
+    aux = (cols[: len(cols) // 2], cols[len(cols) // 2:])
+    return linkability(original.reset_index(drop=True)[cols],
+                       masked.reset_index(drop=True)[cols], aux, seed=seed).to_dict()
 
 
 def _frequency(masked: pd.DataFrame, ctx: Any, weights: str | None, household: str | None,
@@ -503,6 +596,10 @@ def _attribute(original: pd.DataFrame, masked: pd.DataFrame, results: Mapping[st
         out["t_closeness"] = t_closeness(masked, keys, sens).summary
     else:
         out["note"] = "no categorical QI: l-diversity and t-closeness need key patterns"
+    # what a guess of the most frequent original value gets without any link (a share)
+    out["majority_share"] = {s: float(original[s].value_counts(normalize=True).max())
+                             for s in sens if not pd.api.types.is_numeric_dtype(original[s])
+                             and original[s].notna().any()}
     out["linked"] = {}
     for name, r in results.items():
         pr = getattr(r, "per_record", None)

@@ -378,6 +378,9 @@ def assess_cmd(
         "--sensitive", help="sensitive columns a,b: attribute disclosure (l-diversity, "
                             "t-closeness, inference through links); with --synthetic the "
                             "inference attack's secrets")] = None,
+    linkability: Annotated[bool, typer.Option(
+        "--linkability", help="also run anonymeter's linkability attack on the release and "
+                              "show it beside true re-identification")] = False,
 ) -> None:
     """Run every applicable attack and the risk/utility measures; print a verdict and write
     an HTML report (-o). With categorical QIs also the frequency and population risk of the
@@ -394,7 +397,11 @@ def assess_cmd(
     check_output(output, force, what="report")
     sens = [c.strip() for c in sensitive.split(",") if c.strip()] if sensitive else None
     if synthetic:
-        _assess_synthetic(original, masked, holdout, qi, sens, seed, limit, as_json)
+        if linkability:
+            raise LinkriskError("--linkability is for masked releases: a synthetic release's "
+                                "report has anonymeter's linkability already")
+        _assess_synthetic(original, masked, holdout, qi, sens, seed, limit, as_json,
+                          output, force)
         return
     if holdout is not None:
         raise LinkriskError("--holdout is for synthetic releases: add --synthetic")
@@ -405,7 +412,7 @@ def assess_cmd(
                               max_risk=limit, weights=weights, household=household,
                               suda_max_size=suda_max_size, scenarios=scenarios,
                               max_scenarios=max_scenarios, user_scenarios=scenario or None,
-                              sensitive=sens)
+                              sensitive=sens, linkability=linkability)
     if output is not None:
         inputs = [{"role": role, "name": str(p), "sha256": sha256(p) or _not_a_file(p)}
                   for role, p in (("original", original), ("released", masked))]
@@ -458,15 +465,34 @@ def assess_cmd(
                       soft_wrap=True)
     if res.attribute is not None and not as_json:
         out.print(escape(attribute_text(res.attribute)), soft_wrap=True, highlight=False)
+    if res.linkability is not None and not as_json:
+        lk = res.linkability
+        out.print(escape(f"True re-identification (worst case, {w.method}): {pct:.2f} %: "
+                         "attacker records linked to their own released record.\n"
+                         f"anonymeter linkability: {100 * lk['risk']:.2f} % "
+                         f"[{100 * lk['ci'][0]:.2f}, {100 * lk['ci'][1]:.2f}]: attacker "
+                         "records whose two halves of QIs point to the same released record, "
+                         "right or wrong (no truth needed; no bound on re-identification)."),
+                  soft_wrap=True, highlight=False)
     say_skipped(res.skipped)
     if limit is not None:
         tail = "".join(f"; {escape(t)}" for t in res.verdict_notes)
+        secs = res.sections
+        what = {"identity": "worst case", "attribute": "attribute disclosure"}
+        for d in secs:
+            name = what.get(d["threat"], d["threat"]) + (
+                f" ({d['sensitive']} through {d['attack']})" if d["threat"] == "attribute"
+                else "")
+            line = (f"{escape(name)} {100 * d['risk']:.2f} % "
+                    f"{'>' if d['exceeds'] else '≤'} --max-risk {limit:g} %")
+            if d["exceeds"]:
+                err.print(f"[bold red]above the limit:[/] {line}"
+                          + (tail if d["threat"] == "identity" else ""), soft_wrap=True)
+            else:
+                err.print(f"within the limit: {line}"
+                          + (tail if d["threat"] == "identity" else ""), soft_wrap=True)
         if res.exceeds:
-            err.print(f"[bold red]above the limit:[/] worst case {pct:.2f} % > --max-risk "
-                      f"{limit:g} %{tail}", soft_wrap=True)
             raise typer.Exit(3)
-        err.print(f"within the limit: worst case {pct:.2f} % ≤ --max-risk {limit:g} %{tail}",
-                  soft_wrap=True)
 
 
 def attribute_text(att: dict) -> str:
@@ -492,19 +518,34 @@ def attribute_text(att: dict) -> str:
 
 def _assess_synthetic(original: str, release: str, holdout: str | None, qi: str | None,
                       sens: list[str] | None, seed: int, limit: float | None,
-                      as_json: bool) -> None:
-    """``assess --synthetic``: the synthetic-data section and its verdict."""
+                      as_json: bool, output: Path | None = None, force: bool = False) -> None:
+    """``assess --synthetic``: the synthetic-data section and its verdict (and its HTML
+    report with ``-o``)."""
     specs = [original, release] + ([holdout] if holdout else [])
     frames = read_inputs(*specs)
     res = linkrisk.assess(frames[0], frames[1], qi=parse_columns(qi), synthetic=True,
                           holdout=frames[2] if holdout else None, sensitive=sens, seed=seed,
                           max_risk=limit)
+    if output is not None:
+        inputs = [{"role": role, "name": str(p), "sha256": sha256(p) or _not_a_file(p)}
+                  for role, p in (("original", original), ("synthetic", release),
+                                  *((("holdout", holdout),) if holdout else ()))]
+        atomic_write_text(output, res.to_html(f"{input_label(release)}: synthetic-data risk "
+                                              "report", inputs=inputs,
+                                              command=command_line()), force=force)
+        err.print(f"wrote {escape(str(output))}", soft_wrap=True)
     if as_json:
         print(json.dumps(res.to_dict(), indent=2, default=float))
     else:
         out.print(escape(res.text()), soft_wrap=True, highlight=False)
-    if limit is not None and res.exceeds:
-        raise typer.Exit(3)
+    if limit is not None:
+        wname, wrisk = res.worst
+        line = (f"synthetic data ({wname}) {100 * wrisk:.2f} % "
+                f"{'>' if res.exceeds else '≤'} --max-risk {limit:g} %")
+        err.print(("[bold red]above the limit:[/] " if res.exceeds else "within the limit: ")
+                  + escape(line), soft_wrap=True)
+        if res.exceeds:
+            raise typer.Exit(3)
 
 
 @app.command("study")
@@ -564,6 +605,13 @@ def choose_cmd(
     risk_attacks: Annotated[str | None, typer.Option(
         help="attacks a,b,c whose maximum is the worst-case risk (default: every one that "
              "applies, with rsrl/rsrl_union for rank swaps)")] = None,
+    risk: Annotated[str, typer.Option(
+        "--risk", help="the risk axis: identity (worst-case re-identification), attribute "
+                       "(records whose --sensitive value is inferred through the attacks' "
+                       "links) or both (the larger)")] = "identity",
+    sensitive: Annotated[str | None, typer.Option(
+        "--sensitive", help="sensitive columns a,b for --risk attribute/both (not masked, "
+                            "not known to the attacker)")] = None,
     replications: Annotated[int, typer.Option(help="seeded replications per point of a "
                                                    "random method")] = 5,
     qi: Annotated[str | None, typer.Option(help="QIs a,b,c masked and known to the attacker "
@@ -631,7 +679,7 @@ def choose_cmd(
                               risk_attacks=risk_attacks, replications=replications, qi=qi,
                               confidential=confidential, ordered=ordered, seed=seed,
                               processes=processes, cache_dir=cache, data_dir=data_dir,
-                              progress=cb)
+                              progress=cb, risk=risk, sensitive=sensitive)
     secs = time.perf_counter() - t0
     err.print(escape(f"{res.tasks:,} replications ({res.cached:,} from the cache {cache}) in "
                      f"{secs:.0f} s"), highlight=False)

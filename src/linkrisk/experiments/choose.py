@@ -470,6 +470,8 @@ def choose(
     cache_dir: str | Path | None = None,
     data_dir: str | Path | None = None,
     progress: Callable[[int, int], None] | None = None,
+    risk: str = "identity",
+    sensitive: str | Sequence[str] | None = None,
 ) -> Choice:
     """Sweep masking methods × parameters on ``original`` and recommend a release.
 
@@ -493,6 +495,13 @@ def choose(
     (default 2; they are spawned, so a script calling ``choose`` needs the usual
     ``if __name__ == "__main__":`` guard, or pass ``processes=1``); ``progress(done, total)``.
 
+    ``risk``: the risk axis. ``"identity"`` (default): worst-case re-identification;
+    ``"attribute"``: worst-case attribute disclosure, the largest share of records whose
+    ``sensitive`` value (columns not masked, not known to the attacker) is inferred
+    through a risk attack's links (:func:`linkrisk.measures.attribute.linked_inference`,
+    max over the risk attacks and the sensitive columns); ``"both"``: the larger of the two
+    per replication.
+
     Returns a :class:`Choice`; the rule is :func:`recommend`. See docs/methods.md."""
     from ..assessment import applicable_attacks
     from ..attacks import resolve_methods
@@ -505,7 +514,8 @@ def choose(
         raise LinkriskError("replications must be at least 1")
     df, name = load_original(original, data_dir)
     notes: list[str] = []
-    qis, conf, qi_given = _choose_qis(df, name, qi, confidential, notes)
+    sens = _risk_axis(df, name, risk, sensitive, qi)
+    qis, conf, qi_given = _choose_qis(df, name, qi, confidential, notes, exclude=sens)
     df = _coded_as_categories(df, qis)
     if ordered:
         df = df.apply(lambda s: s.cat.as_ordered() if isinstance(s.dtype, pd.CategoricalDtype)
@@ -531,7 +541,8 @@ def choose(
     ds = DatasetSpec(data_name, "original", qi=qis, columns=qis)
 
     masking, risk_by_label = _sweep(grids, chosen_base, needed, metric,
-                                    default_risk=risk_attacks is None, notes=notes)
+                                    default_risk=risk_attacks is None, notes=notes,
+                                    risk=risk, sensitive=sens)
 
     study_ = Study("choose", f"choose a protection for {name}", int(seed), int(replications),
                    [ds], masking, [], None, ["IL", "DR", "Score"], "<choose>")
@@ -544,6 +555,7 @@ def choose(
                 "risk_attacks": "default" if risk_attacks is None else ",".join(chosen_base),
                 "replications": int(replications), "seed": int(seed),
                 "methods": [g.label() for g in grids], "data_sha1": digest,
+                "risk": risk, "sensitive": sens,
                 "rule": RULE_WITH_LIMIT if lim is not None else RULE_SCORE,
                 "linkrisk": _version()}
     settings["command"] = reproduce_command(settings)
@@ -552,6 +564,33 @@ def choose(
     notes += _failure_notes(rows)
     return Choice(points, rec, closest, reasons, suggestion, rows, settings, notes, cached,
                   len(tasks), df)
+
+
+RISKS = ("identity", "attribute", "both")
+
+
+def _risk_axis(df: pd.DataFrame, name: str, risk: str, sensitive: str | Sequence[str] | None,
+               qi: str | Sequence[str] | None) -> list[str]:
+    """The sensitive columns of the risk axis ``risk`` (checked: required by
+    ``attribute``/``both``, in the file, not among the QIs)."""
+    from ..data import parse_columns
+
+    if risk not in RISKS:
+        raise LinkriskError(f"--risk {risk!r}: choose identity, attribute or both")
+    sens = parse_columns(sensitive) or []
+    if risk != "identity" and not sens:
+        raise LinkriskError(f"--risk {risk} needs the sensitive columns: pass --sensitive "
+                            "COL[,COL]")
+    if risk == "identity" and sens:
+        raise LinkriskError("--sensitive is for --risk attribute or both")
+    missing = [c for c in sens if c not in df.columns]
+    if missing:
+        raise LinkriskError(f"sensitive column {missing[0]!r} is not in {name}")
+    both = [c for c in sens if c in (parse_columns(qi) or [])]
+    if both:
+        raise LinkriskError(f"{both[0]!r} is both a QI and sensitive: the attacker infers a "
+                            "sensitive value, so it is neither masked nor known")
+    return sens
 
 
 def _coded_as_categories(df: pd.DataFrame, qis: Sequence[str]) -> pd.DataFrame:
@@ -572,8 +611,8 @@ def _coded_as_categories(df: pd.DataFrame, qis: Sequence[str]) -> pd.DataFrame:
 
 
 def _choose_qis(df: pd.DataFrame, name: str, qi: str | Sequence[str] | None,
-                confidential: str | Sequence[str] | None, notes: list[str]
-                ) -> tuple[list[str], list[str], bool]:
+                confidential: str | Sequence[str] | None, notes: list[str],
+                exclude: Sequence[str] = ()) -> tuple[list[str], list[str], bool]:
     """Stage 1 of :func:`choose`: (QIs, confidential columns, whether the QIs were given).
     Without ``qi`` the default QIs of assess: every column but the confidential ones,
     id-like and weight-like columns left out with a note."""
@@ -591,7 +630,7 @@ def _choose_qis(df: pd.DataFrame, name: str, qi: str | Sequence[str] | None,
     if qi_list:
         qis = qi_list
     else:
-        rest = df[[c for c in df.columns if c not in conf]]
+        rest = df[[c for c in df.columns if c not in conf and c not in exclude]]
         qis = select_qi(rest, rest, None, screen=True, notes=notes) if rest.shape[1] else []
     if not qis:
         raise LinkriskError("no QI columns left")
@@ -688,7 +727,8 @@ def _cache_data(df: pd.DataFrame, cache_dir: str | Path | None) -> tuple[Path, s
 
 
 def _sweep(grids: list[MethodGrid], chosen_base: list[str], needed: list[str], metric: str,
-           *, default_risk: bool, notes: list[str]) -> tuple[list[Any], dict[str, list[str]]]:
+           *, default_risk: bool, notes: list[str], risk: str = "identity",
+           sensitive: Sequence[str] = ()) -> tuple[list[Any], dict[str, list[str]]]:
     """Stage 4 of :func:`choose`: one study masking spec per method and fixed setting
     (its first parameter is swept), with the attacks that give its worst-case risk
     (``rsrl``/``rsrl_union`` only for a rank swap with a known p) plus those DR needs;
@@ -723,10 +763,20 @@ def _sweep(grids: list[MethodGrid], chosen_base: list[str], needed: list[str], m
                 elif a == "gdbrl":
                     params = {"metric": metric}
                 attacks.append(AttackSpec(a, a, params))
+            attr = []  # attribute disclosure through each risk attack's links
+            if risk != "identity":
+                for a in chosen:
+                    if a == "scenarios":
+                        continue
+                    p = next(x.params for x in attacks if x.method == a)
+                    attr.append(AttackSpec(f"{a} (attribute)", "attribute",
+                                           {"attack": a, "sensitive": list(sensitive), **p}))
+                attacks += attr
             if label in risk_by_label:
                 raise LinkriskError(f"{label} is swept twice; give its values in one --method "
                                     "(a comma list)")
-            risk_by_label[label] = chosen
+            risk_by_label[label] = ([] if risk == "attribute" else chosen) + [
+                x.label for x in attr]
             masking.append(MaskingSpec(g.method, swept, list(g.params[swept]), {}, fixed,
                                        None, attacks, label))
     if not masking:
@@ -786,6 +836,8 @@ def reproduce_command(settings: Mapping[str, Any]) -> str:
         cmd += ["--confidential", ",".join(settings["confidential"])]
     if settings["ordered"]:
         cmd.append("--ordered")
+    if settings.get("risk", "identity") != "identity":
+        cmd += ["--risk", settings["risk"], "--sensitive", ",".join(settings["sensitive"])]
     cmd += ["--replications", str(settings["replications"]), "--seed", str(settings["seed"])]
     return shlex.join(cmd)
 

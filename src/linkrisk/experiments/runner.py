@@ -188,14 +188,18 @@ def _run_task(task: Task) -> list[dict[str, Any]]:
     settings = LinkSettings(seed=task.seed, assume_row_order=True)
     for qlabel, qi in task.qi_sets:
         ctx, direction = make_context(attacker, rel, settings=settings.with_(qi=qi))
+        done: dict[str, Any] = {}  # attack → its result (the attribute rows read its links)
         for att in task.attacks:
             params = {k: resolve_param(v, task.value) for k, v in att.params.items()}
             t1 = time.perf_counter()
             try:
                 if att.method == "scenarios":  # the worst case over attacker scenarios
                     val, err = _scenarios_worst(ctx, task, params), ""
+                elif att.method == "attribute":  # values inferred through an attack's links
+                    val, err = _attribute_rate(ctx, direction, orig, rel, params, done), ""
                 else:
                     res = run_attack(ctx, att.method, direction, **params)
+                    done[att.method] = res
                     val, err = 100.0 * res.rate, ""
             except LinkriskError as exc:
                 val, err = float("nan"), str(exc)
@@ -217,10 +221,27 @@ def _scenarios_worst(ctx: Any, task: Task, params: dict[str, Any]) -> float:
     from ..scenarios import search_scenarios
 
     others = {a.method: {k: resolve_param(v, task.value) for k, v in a.params.items()}
-              for a in task.attacks if a.method != "scenarios"}
+              for a in task.attacks if a.method not in ("scenarios", "attribute")}
     names = [n for n, p in others.items() if why_not(ctx, n, p) is None]
     found = search_scenarios(ctx, names, others, strategy=params.get("strategy", "all"))
     return 100.0 * found.worst.rate
+
+
+def _attribute_rate(ctx: Any, direction: str, orig: pd.DataFrame, rel: pd.DataFrame,
+                    params: dict[str, Any], done: dict[str, Any]) -> float:
+    """Attribute disclosure in %: the largest share, over the ``sensitive`` columns, of
+    attacker records whose original sensitive value equals (numeric: within ±5 % of) the
+    one of the released record that ``attack`` links them to
+    (:func:`linkrisk.measures.attribute.linked_inference`). The attack's result of the same
+    task is reused when it ran."""
+    from ..attacks import run_attack
+    from ..measures.attribute import linked_inference
+
+    params = dict(params)
+    name, sens = params.pop("attack"), list(params.pop("sensitive"))
+    res = done.get(name) or run_attack(ctx, name, direction, **params)
+    per = linked_inference(orig, rel, res.per_record["link"].to_numpy(), sens)
+    return 100.0 * max(v["rate"] for v in per.values())
 
 
 def _attacker_file(orig: pd.DataFrame, rel: pd.DataFrame, task: Task) -> pd.DataFrame:

@@ -45,6 +45,14 @@ class SyntheticRisk:
                 "worst": {"measure": self.worst[0], "risk": self.worst[1]},
                 "exceeds": self.exceeds, "notes": self.notes + self.distance.notes}
 
+    def to_html(self, title: str | None = None, *,
+                inputs: Sequence[dict[str, Any]] | None = None,
+                command: str | None = None) -> str:
+        """A self-contained HTML report (the style of :mod:`linkrisk.report`: inline CSS,
+        no script, no network resource): the synthetic section with its verdict, the
+        distance and membership figures, anonymeter's attacks, notes, inputs and settings."""
+        return synthetic_html(self, title, inputs=inputs, command=command)
+
     def text(self) -> str:
         """The report's synthetic-data section (plain text)."""
         d = self.distance.summary
@@ -169,3 +177,105 @@ def synthetic_risk(original: pd.DataFrame, synthetic: pd.DataFrame,
                 "confidence_level": confidence_level, "max_risk": max_risk,
                 "singling_out_attacks": singling_out_attacks, "n_cols": n_cols}
     return SyntheticRisk(dist, attacks, settings, notes)
+
+
+#: what each synthetic-data figure means (the report's tables)
+MEANINGS = {
+    "singling out (univariate)": "share of predicates on one column, built from the "
+                                 "synthetic file, that isolate exactly one training record",
+    "singling out (multivariate)": "the same with predicates on several columns",
+    "linkability": "share of training records whose two halves of columns point to the same "
+                   "synthetic record",
+    "inference": "share of training records whose secret the nearest synthetic record "
+                 "gives away",
+}
+
+
+def synthetic_html(r: SyntheticRisk, title: str | None = None, *,
+                   inputs: Sequence[dict[str, Any]] | None = None,
+                   command: str | None = None) -> str:
+    """The report of :meth:`SyntheticRisk.to_html` (every user string escaped)."""
+    from html import escape
+
+    from ..report import CSS, _band, _input_rows, _table, fmt
+
+    title = title or "linkrisk synthetic-data risk report"
+    d = r.distance.summary
+    mr = r.settings.get("max_risk")
+    wname, wrisk = r.worst
+    pct = 100 * wrisk
+    band, colour = _band(pct, mr)
+    limit = ("" if mr is None else
+             f"<p>Acceptable worst risk: {escape(fmt(mr))} %: the release is "
+             f"<b>{'above' if r.exceeds else 'within'}</b> it.</p>")
+    rows = [{"measure": "distance to closest training record (median)",
+             "value": d.get("dcr_train_median")},
+            {"measure": "distance to closest training record (5th percentile)",
+             "value": d.get("dcr_train_p05")},
+            {"measure": "exact copies of training records", "value": d.get("exact_copies_train")}]
+    if d.get("dcr_holdout_median") is not None:
+        rows += [{"measure": "distance to closest holdout record (median)",
+                  "value": d.get("dcr_holdout_median")},
+                 {"measure": "exact copies of holdout records",
+                  "value": d.get("exact_copies_holdout")},
+                 {"measure": "closer to a training than to a holdout record (%; 50 when "
+                             "nothing is memorised)",
+                  "value": 100 * d["closer_to_train_share"]}]
+    if "nndr_train_median" in d:
+        rows.append({"measure": "nearest-neighbour distance ratio (median)",
+                     "value": d["nndr_train_median"]})
+    m = d.get("membership")
+    if m:
+        rows += [{"measure": "membership inference AUC (0.5: chance)", "value": m["auc"]},
+                 {"measure": "membership advantage max(TPR − FPR)", "value": m["advantage"]}]
+    dist = _table(pd.DataFrame(rows).fillna("—"), left=("measure",))
+    att = pd.DataFrame([{"attack": k, "risk %": round(100 * a.risk, 2),
+                         "95 % interval": f"{100 * a.ci[0]:.2f}–{100 * a.ci[1]:.2f} %",
+                         "training %": round(100 * a.rate, 2),
+                         "holdout %": "—" if a.control_rate is None
+                         else round(100 * a.control_rate, 2),
+                         "baseline %": round(100 * a.baseline_rate, 2),
+                         "what it means": MEANINGS.get(k.split(" (")[0] if k.startswith(
+                             "inference") else k, "")}
+                        for k, a in r.attacks.items()])
+    attacks = _table(att, left=("attack", "95 % interval", "what it means")) if len(att) else ""
+    notes = "".join(f"<li>{escape(n)}</li>" for n in r.notes + r.distance.notes)
+    settings = pd.DataFrame([{"setting": k, "value": str(v)}
+                             for k, v in r.settings.items()])
+    files = _input_rows(inputs)
+    n_hold = d.get("n_holdout")
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{escape(title)}</title><style>{CSS}</style></head>
+<body><main>
+<h1>{escape(title)}</h1>
+<p class="sub">Disclosure risk of a synthetic release: {d['n_synthetic']:,} synthetic records,
+{d['n_train']:,} training records, {'no holdout' if n_hold is None else f'{n_hold:,} holdout records'}.</p>
+<section id="synthetic" class="verdict" style="background:{colour}">
+<div class="big">{pct:.1f} %</div>
+<div><p><b>Synthetic data — worst: {escape(wname)}</b> ({pct:.2f} %). Risk level:
+<b>{escape(band)}</b>.</p>{limit}
+<p>Columns: {escape(', '.join(map(str, r.settings.get('qi', []))))}.</p></div>
+</section>
+<h2 id="threat">Threat model</h2>
+<p>No record of a synthetic release is a version of an original one, so there is no true pair
+to re-identify. The attacker holds original records and asks whether the synthetic file
+reveals them: whether a record was in the training data (membership), whether a predicate
+isolates one training record (singling out), whether two halves of a record lead to the same
+synthetic record (linkability), or whether its secret can be read off the nearest synthetic
+record (inference). With a holdout, each attack's risk is what it achieves on training records
+beyond what it achieves on records the generator never saw.</p>
+<h2 id="attacks">anonymeter's attacks</h2>
+<div class="scroll">{attacks}</div>
+<h2 id="distance">Distances and membership inference</h2>
+{dist}
+{f'<ul class="note">{notes}</ul>' if notes else ''}
+<h2 id="inputs">Inputs and reproduction</h2>
+{f'<table><thead><tr><th class="l">file</th><th class="l">name</th><th class="l">SHA-256</th></tr></thead><tbody>{files}</tbody></table>' if files else '<p class="note">Inputs given as data frames (no files).</p>'}
+{f'<p>Command: <code>{escape(command)}</code></p>' if command else ''}
+<h2 id="settings">Settings</h2>
+{_table(settings, left=("setting", "value"))}
+<p class="note">Generated by linkrisk.</p>
+</main></body></html>
+"""
