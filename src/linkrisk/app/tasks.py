@@ -179,9 +179,9 @@ def assess(args: dict[str, Any], out: Path, send: Send) -> dict[str, Any]:
     else:
         b = _load(args["release"])
     limit = args.get("max_risk")
+    budget = {"memory_budget": args["memory"]} if args.get("memory") else {}  # else the CLI's
     settings = linkrisk.LinkSettings(qi=args.get("qi"), ids=args.get("ids"),
-                                     kinds=args.get("kinds") or {},
-                                     memory_budget=args.get("memory", "512MiB"),
+                                     kinds=args.get("kinds") or {}, **budget,
                                      seed=int(args.get("seed", 0)),
                                      assume_row_order=bool(args.get("assume_row_order")),
                                      screen_qi=True)
