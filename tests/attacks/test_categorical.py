@@ -283,7 +283,10 @@ def test_errors_numeric_and_coding():
     with pytest.raises(LinkriskError, match="masking_map applies to categorical"):
         linkrisk.attack(a, b, method="dbrl_mixed", masking_map={"x": {1: 2}})
     c = b.copy()
-    c["k"] = c["k"].astype(str)  # '1' vs 1
+    c["k"] = c["k"].astype(str)  # '1' vs 1: one value written two ways, matched (issue 38)
+    with pytest.warns(linkrisk.LinkriskWarning, match="'k' are written differently"):
+        assert linkrisk.attack(a, c, method="dbrl").rate == linkrisk.attack(a, b, "dbrl").rate
+    c["k"] = "code " + c["k"]  # other labels: nothing in common, refused
     with pytest.raises(LinkriskError, match="no category occurs in both files"):
         linkrisk.attack(a, c, method="dbrl")
     c = b.copy()
