@@ -400,8 +400,9 @@ def assess(
     # the attacker does not know the sensitive values: they are left out of the linkage
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", LinkriskWarning)
-        ctx, direction = make_context(original.drop(columns=sens),
-                                      masked.drop(columns=sens), settings=st)
+        ctx, direction = make_context(original.drop(columns=sens) if sens else original,
+                                      masked.drop(columns=sens) if sens else masked,
+                                      settings=st)
     warned = [str(w.message) for w in caught if issubclass(w.category, LinkriskWarning)]
     for w in caught:
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
