@@ -25,7 +25,7 @@ from .errors import LinkriskError, LinkriskWarning
 from .options import check_seed, parse_params, parse_percent
 
 
-def mask(df, method, columns=None, seed=None, **params):  # noqa: ANN001, ANN201
+def mask(df, method, columns=None, seed=None, **params):
     """Mask ``df`` with ``method`` (:func:`linkrisk.masking.mask`; docs/methods.md, Masking
     methods).
 
@@ -52,7 +52,7 @@ def mask(df, method, columns=None, seed=None, **params):  # noqa: ANN001, ANN201
     return _mask(df, method, columns=columns, seed=seed, **params)
 
 
-def assess(original, masked, qi=None, attacks="all", **kw):  # noqa: ANN001, ANN201
+def assess(original, masked, qi=None, attacks="all", **kw):
     """Every applicable attack and the risk/utility measures of a release
     (:func:`linkrisk.assessment.assess`; docs/methods.md, Measures).
 
@@ -85,7 +85,7 @@ def assess(original, masked, qi=None, attacks="all", **kw):  # noqa: ANN001, ANN
     return _assess(original, masked, qi, attacks, **kw)
 
 
-def study(config, **kw):  # noqa: ANN001, ANN201
+def study(config, **kw):
     """Run a replicated study of masking methods × attacks (:func:`linkrisk.experiments.study`).
 
     Parameters
@@ -107,7 +107,7 @@ def study(config, **kw):  # noqa: ANN001, ANN201
     return _study(config, **kw)
 
 
-def choose(original, methods=None, **kw):  # noqa: ANN001, ANN201
+def choose(original, methods=None, **kw):
     """Sweep masking methods and recommend a release (:func:`linkrisk.experiments.choose.choose`;
     docs/methods.md).
 

@@ -12,13 +12,13 @@ pytest.importorskip("starlette", reason="the web app needs the 'app' extra: "
                                         "pip install 'linkrisk[app]'")
 pytest.importorskip("httpx", reason="starlette's TestClient needs httpx (the dev extra)")
 
-import warnings  # noqa: E402
+import warnings
 
 with warnings.catch_warnings():  # starlette ≥ 1.x prefers httpx2; httpx still works
     warnings.simplefilter("ignore")
-    from starlette.testclient import TestClient  # noqa: E402
+    from starlette.testclient import TestClient
 
-from linkrisk.app.server import Config, create_app  # noqa: E402
+from linkrisk.app.server import Config, create_app
 
 PORT = 45678
 BASE = f"http://127.0.0.1:{PORT}"

@@ -40,7 +40,7 @@ def require() -> None:
 def serve(host: str = "127.0.0.1", port: int = 0, *, token: str | None = None,
           root: str | Path | None = None, open_browser: bool = True, max_jobs: int = 2,
           max_upload: int | str = 2 * 2**30, warm: bool = True, log_level: str = "warning",
-          out=None) -> None:  # noqa: ANN001
+          out=None) -> None:
     """Start the app and block until Ctrl-C/SIGTERM; print its tokened address first."""
     require()
     import uvicorn
@@ -85,7 +85,7 @@ def serve(host: str = "127.0.0.1", port: int = 0, *, token: str | None = None,
     if open_browser:
         try:
             webbrowser.open(url)
-        except Exception:  # noqa: BLE001 - no browser is not an error
+        except Exception:  # no browser is not an error
             pass
     server = uvicorn.Server(uvicorn.Config(app, log_level=log_level, access_log=False,
                                            lifespan="off", timeout_graceful_shutdown=2))

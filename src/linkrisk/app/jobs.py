@@ -51,7 +51,7 @@ def _worker_main(conn: Connection, warm: bool) -> None:
     if warm:
         try:
             tasks.warm_up()
-        except Exception:  # noqa: BLE001 - warming is an optimisation only
+        except Exception:  # warming is an optimisation only
             log.debug("warm-up failed", exc_info=True)
 
     def send(payload: dict[str, Any]) -> None:
@@ -72,7 +72,7 @@ def _worker_main(conn: Connection, warm: bool) -> None:
             except MemoryError:
                 conn.send(("error", "out of memory; lower the memory budget or link fewer "
                                     "records"))
-            except Exception:  # noqa: BLE001 - reported to the server log
+            except Exception:  # reported to the server log
                 conn.send(("crash", traceback.format_exc()))
     except (EOFError, OSError, KeyboardInterrupt):
         return

@@ -71,10 +71,6 @@ CATEGORICAL_METRICS = ("hamming", "mixed")
 MAX_CATEGORIES = 4096
 
 
-def has_categorical(ctx: LinkContext) -> bool:
-    return any(ctx.kinds[c] != "numeric" for c in ctx.qi)
-
-
 # ---------------------------------------------------------------- category domains, codes
 def _sorted(values: list) -> list:
     try:

@@ -39,7 +39,7 @@ def available_memory() -> int | None:
     try:
         import psutil
         return int(psutil.virtual_memory().available)
-    except Exception:  # noqa: BLE001 - not installed, or no such figure on this system
+    except Exception:  # not installed, or no such figure on this system
         pass
     try:
         with open("/proc/meminfo") as f:

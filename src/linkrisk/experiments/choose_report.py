@@ -31,7 +31,7 @@ def require_matplotlib() -> None:
                             "'linkrisk[report]'") from exc
 
 
-def _figure(choice: Choice):  # noqa: ANN202  (a matplotlib Figure)
+def _figure(choice: Choice):  # a matplotlib Figure
     require_matplotlib()
     import matplotlib
 
@@ -79,7 +79,7 @@ def _figure(choice: Choice):  # noqa: ANN202  (a matplotlib Figure)
     return fig, plt
 
 
-def _label_points(fig, ax, lines) -> None:  # noqa: ANN001
+def _label_points(fig, ax, lines) -> None:
     """Write ``param=value`` beside each point, skipping labels that would overlap one
     already written (points crowded in a corner keep their first label)."""
     fig.canvas.draw()

@@ -20,7 +20,6 @@ from typing import Any
 import pandas as pd
 
 RBRL = "Muralidhar"
-GLOBAL = "Herranz"
 #: the global paper's cells count correct links out of Census's 1080 records
 CENSUS_N = 1080
 

@@ -277,7 +277,7 @@ def _init_worker() -> None:
         import numba
 
         numba.set_num_threads(1)
-    except Exception:  # noqa: BLE001  (numba missing or threads already fixed)
+    except Exception:  # numba missing or threads already fixed
         pass
 
 

@@ -20,9 +20,6 @@ from ..params import Param, as_params, coerce_param  # noqa: F401  (coerce_param
 
 SeedLike = int | np.random.Generator | None
 
-#: how ``mask()`` picks the columns when ``columns=None`` (see ``default_columns``)
-COLUMN_RULES = ("numeric", "categorical", "ordered", "any")
-
 
 def as_rng(seed: SeedLike) -> np.random.Generator:
     """``np.random.default_rng(seed)``; a Generator is used as is (and advanced)."""

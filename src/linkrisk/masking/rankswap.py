@@ -237,7 +237,6 @@ PDIST_RULES = ("free", "nofree")
 PDIST_DEFAULT = "max/p/free"
 PDIST_VARIANTS = tuple(f"{d}/{s}/{r}" for d in PDIST_DRAWS for s in PDIST_SCALES
                        for r in PDIST_RULES)
-PDIST_LEGACY = "max/half/free"
 
 
 def pdist_variant(variant: str | None) -> tuple[bool, float, bool]:
@@ -246,7 +245,7 @@ def pdist_variant(variant: str | None) -> tuple[bool, float, bool]:
     distance uniform below it); SCALE ``p`` (μ = σ = p·n/100) or ``half`` (μ = σ = p·n/200);
     RULE ``free`` (partners are not-yet-swapped positions) or ``nofree`` (every position
     swaps with i + r whatever happened before). ``None`` is :data:`PDIST_DEFAULT`; the
-    former default is :data:`PDIST_LEGACY`."""
+    former default is ``"max/half/free"`` (docs/methods.md)."""
     v = PDIST_DEFAULT if variant is None else str(variant).strip().lower()
     parts = v.split("/")
     if (len(parts) != 3 or parts[0] not in PDIST_DRAWS or parts[1] not in PDIST_SCALES

@@ -40,7 +40,7 @@ class MethodSpec:
     apply: Callable[..., pd.DataFrame]
     params: Mapping[str, Param] | Sequence[Param]
     kind: str = "numeric"            # "numeric" or "categorical"
-    columns_rule: str = "numeric"    # one of COLUMN_RULES
+    columns_rule: str = "numeric"    # numeric, categorical, ordered or any: default_columns
     deterministic: bool = False
     strength: str = ""
     summary: str = ""
