@@ -172,3 +172,17 @@ def frequencies_from_codes(codes: np.ndarray, size: np.ndarray, w: np.ndarray | 
                     Fk[ia_] += alpha * np.bincount(gb, weights=wsum[ib_], minlength=ng)[ga]
     fk[allna], Fk[allna] = float(n), float(wsum.sum())
     return fk[ids], Fk[ids]
+
+
+#: relative tolerance within which a frequency is taken to be a whole number (α < 1 sums
+#: such as 1 + 0.1·1 + 0.1·7 + 0.1·2 give 2.0000000000000004) and f_k to equal F_k
+COUNT_TOL = 1e-9
+
+
+def whole_counts(fk: np.typing.ArrayLike) -> np.ndarray:
+    """f_k with values within ``COUNT_TOL`` (relative) of a whole number set to it, so that
+    the tests f_k = 1, f_k = 2, f_k > 2 and f_k < k are not decided by rounding errors of
+    the α-weighted sums (other values are returned unchanged)."""
+    fk = np.asarray(fk, np.float64)
+    r = np.rint(fk)
+    return np.where(np.abs(fk - r) <= COUNT_TOL * np.maximum(1.0, np.abs(fk)), r, fk)

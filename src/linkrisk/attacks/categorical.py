@@ -60,9 +60,9 @@ import numpy as np
 import pandas as pd
 
 from ..engine.nearest import Pairwise, Tables, standardize
+from ..engine.nearest.transforms import standardize_observed
 from ..errors import LinkriskError
-from ..params import Param
-from .base import KINDS, LinkContext, Outcome, register
+from .base import LinkContext
 from .spaces import Space
 
 #: metrics served by this module (besides the categorical defaults of dbrl and friends)
@@ -303,8 +303,6 @@ def categorical_space(ctx: LinkContext, metric: str = "mixed", *, weights: Any =
     n_a, n_b, m = ctx.n_a, ctx.n_b, len(ctx.qi)
     a, b = np.empty((n_a, m)), np.empty((n_b, m))
     if num and missing:
-        from .distance import standardize_observed
-
         idx = [ctx.qi.index(c) for c in num]
         na, nb = ctx.numeric_observed(num)
         a[:, idx] = standardize_observed(na) * np.sqrt(w[idx])
@@ -400,55 +398,3 @@ def pair_scores(sp: Space, ia: np.ndarray, ib: np.ndarray) -> np.ndarray:
     pw = Pairwise.build(sp.a, sp.b, "mixed", tables=sp.kw["tables"], transpose=False)
     acc = pw.pair_scores(np.asarray(ia, np.int64), np.asarray(ib, np.int64))
     return np.sqrt(acc) if sp.root else acc
-
-
-# ---------------------------------------------------------------- attacks
-def _linked(ctx: LinkContext, metric: str, **kw: Any) -> Outcome:
-    """Candidate sets under a categorical metric; with missing values a missing category
-    matches any (:func:`.distance.missing_linked`)."""
-    if ctx.has_missing:
-        from .distance import missing_linked
-
-        return missing_linked(ctx, metric, **kw)
-    sp = categorical_space(ctx, metric, **kw)
-    return ctx.nearest(sp.a, sp.b, sp.metric, **sp.kw)
-
-
-ALL_KINDS = KINDS
-_WEIGHTS = Param("weights", object, type_name="{column: weight} or list",
-                 help="attribute weights w_j ≥ 0 (not set: all 1)")
-_CATEGORIES = Param("categories", object, type_name="{column: [categories]}",
-                    help="category order D(V) of ordinal columns (also makes a column ordinal)")
-_AWARE = Param("masking_aware", bool, help="distance ∞ for category pairs the known masking "
-                                            "cannot produce (not set: true when masking_map "
-                                            "is given)")
-_MAP = Param("masking_map", object, type_name="{column: {original: released}}",
-             help="the known masking's category map (top/bottom coding, global recoding, "
-                  "PRAM support)")
-
-
-@register("dbrl_mixed", "DBRL on categorical/mixed QIs: nominal 0/1, ordinal rank distance, "
-          "standardized numeric", kinds=ALL_KINDS,
-          params=(_WEIGHTS, _CATEGORIES, _AWARE, _MAP))
-def dbrl_mixed(ctx: LinkContext, weights: Any = None, categories: Any = None,
-               masking_aware: bool | None = None, masking_map: Any = None) -> Outcome:
-    """d(a,b) = Σ_j w_j d_j(a_j, b_j): nominal 0/1, ordinal (|r−r'|+1)/|D(V)|, numeric
-    (a'_j − b'_j)² on per-file standardized values; ∞ for category pairs the known
-    masking cannot produce (``masking_map``). ``dbrl`` on categorical QIs is this attack
-    with default parameters. See :mod:`linkrisk.attacks.categorical`."""
-    out = _linked(ctx, "mixed", weights=weights, categories=categories,
-                  masking_aware=masking_aware, masking_map=masking_map)
-    out.extra["metric"] = "mixed"
-    return out
-
-
-@register("dbrl_hamming", "DBRL with the Hamming distance (number of differing categories)",
-          kinds=("ordinal", "nominal"), params=(_WEIGHTS, _AWARE, _MAP))
-def dbrl_hamming(ctx: LinkContext, weights: Any = None, masking_aware: bool | None = None,
-                 masking_map: Any = None) -> Outcome:
-    """d(a,b) = Σ_j w_j·χ(a_j ≠ b_j) over categorical QIs (ordinal ones compared as
-    nominal); ∞ for category pairs the known masking cannot produce."""
-    out = _linked(ctx, "hamming", weights=weights, masking_aware=masking_aware,
-                  masking_map=masking_map)
-    out.extra["metric"] = "hamming"
-    return out

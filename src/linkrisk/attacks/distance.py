@@ -22,12 +22,14 @@ from ..engine.nearest.transforms import (
     covariance,
     difference_sd,
     standardize,
+    standardize_observed,
     whiten,
     whitening,
 )
 from ..errors import LinkriskError
 from ..params import Param
 from .base import KINDS, LinkContext, Outcome, register
+from .categorical import categorical_space
 from .spaces import Space
 
 DBRL2_SIGMAS = ("spread", "aligned")
@@ -128,8 +130,6 @@ def space(ctx: LinkContext, metric: str = "euclidean", **kw: Any) -> Space:
     standardized = bool(kw.pop("standardize", True))
     sigma = str(kw.pop("sigma", "spread"))
     if _categorical_metric(ctx, metric):
-        from .categorical import categorical_space
-
         return categorical_space(ctx, metric, **kw)
     if metric in ("euclidean", "sqeuclidean", "l1", "kernel"):
         a, b = ctx.take_numeric()  # standardized in place: one matrix per file at 10⁶
@@ -182,20 +182,6 @@ def linked(ctx: LinkContext, metric: str, **kw: Any) -> Outcome:
 
 
 # ---------------------------------------------------------------- missing values
-def standardize_observed(x: np.ndarray) -> np.ndarray:
-    """:func:`~linkrisk.engine.nearest.standardize` over the observed values (NaN kept):
-    (x − mean) / sd per column, mean and sd (ddof=1) of the column's observed values; a
-    column with no spread (or fewer than 2 observed values) is centred only. In place."""
-    with np.errstate(invalid="ignore", divide="ignore"):
-        n = (~np.isnan(x)).sum(axis=0)
-        mu = np.where(n > 0, np.nansum(x, axis=0) / np.maximum(n, 1), 0.0)
-        x -= mu
-        ss = np.nansum(x * x, axis=0)
-        sd = np.where(n > 1, np.sqrt(ss / np.maximum(n - 1, 1)), 0.0)
-    x /= np.where(sd > 0, sd, 1.0)
-    return x
-
-
 def _observed_ranks(x: np.ndarray, norm: np.ndarray) -> np.ndarray:
     """Average ranks 1..n_j over each column's n_j observed values (NaN kept), divided by
     n_j where ``norm`` says so. In place."""
@@ -263,8 +249,6 @@ def missing_linked(ctx: LinkContext, metric: str, **kw: Any) -> Outcome:
     standardized = bool(kw.pop("standardize", True))
     sigma = str(kw.pop("sigma", "spread"))
     if _categorical_metric(ctx, metric):
-        from .categorical import categorical_space
-
         sp = categorical_space(ctx, metric, missing=True, **kw)
         num = np.array([ctx.kinds[c] == "numeric" for c in ctx.qi])
         build = space_build(sp.a, sp.b, sp.metric, rescaled=num, tables=sp.kw["tables"])
@@ -360,3 +344,45 @@ def kernel(ctx: LinkContext, d: int = 2, standardize: bool = True) -> Outcome:
     values (the squared distance in the kernel's feature space); d = 1 is Euclidean up to
     a constant. ``standardize=False``: raw values."""
     return linked(ctx, "kernel", d=d, standardize=standardize)
+
+
+# ---------------------------------------------------------------- categorical and mixed QIs
+# (registered here, after the numeric distances: the registry keeps this order)
+ALL_KINDS = KINDS
+_WEIGHTS = Param("weights", object, type_name="{column: weight} or list",
+                 help="attribute weights w_j ≥ 0 (not set: all 1)")
+_CATEGORIES = Param("categories", object, type_name="{column: [categories]}",
+                    help="category order D(V) of ordinal columns (also makes a column ordinal)")
+_AWARE = Param("masking_aware", bool, help="distance ∞ for category pairs the known masking "
+                                            "cannot produce (not set: true when masking_map "
+                                            "is given)")
+_MAP = Param("masking_map", object, type_name="{column: {original: released}}",
+             help="the known masking's category map (top/bottom coding, global recoding, "
+                  "PRAM support)")
+
+
+@register("dbrl_mixed", "DBRL on categorical/mixed QIs: nominal 0/1, ordinal rank distance, "
+          "standardized numeric", kinds=ALL_KINDS,
+          params=(_WEIGHTS, _CATEGORIES, _AWARE, _MAP))
+def dbrl_mixed(ctx: LinkContext, weights: Any = None, categories: Any = None,
+               masking_aware: bool | None = None, masking_map: Any = None) -> Outcome:
+    """d(a,b) = Σ_j w_j d_j(a_j, b_j): nominal 0/1, ordinal (|r−r'|+1)/|D(V)|, numeric
+    (a'_j − b'_j)² on per-file standardized values; ∞ for category pairs the known
+    masking cannot produce (``masking_map``). ``dbrl`` on categorical QIs is this attack
+    with default parameters. The space: :mod:`linkrisk.attacks.categorical`."""
+    out = linked(ctx, "mixed", weights=weights, categories=categories,
+                  masking_aware=masking_aware, masking_map=masking_map)
+    out.extra["metric"] = "mixed"
+    return out
+
+
+@register("dbrl_hamming", "DBRL with the Hamming distance (number of differing categories)",
+          kinds=("ordinal", "nominal"), params=(_WEIGHTS, _AWARE, _MAP))
+def dbrl_hamming(ctx: LinkContext, weights: Any = None, masking_aware: bool | None = None,
+                 masking_map: Any = None) -> Outcome:
+    """d(a,b) = Σ_j w_j·χ(a_j ≠ b_j) over categorical QIs (ordinal ones compared as
+    nominal); ∞ for category pairs the known masking cannot produce."""
+    out = linked(ctx, "hamming", weights=weights, masking_aware=masking_aware,
+                  masking_map=masking_map)
+    out.extra["metric"] = "hamming"
+    return out

@@ -45,8 +45,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import LinkriskError
-from ..grouping import frequencies_from_codes, key_codes, row_groups
-from ..measures.frequency import whole_counts
+from ..grouping import frequencies_from_codes, key_codes, row_groups, whole_counts
 
 
 def default_importance(codes: np.ndarray) -> np.ndarray:

@@ -72,11 +72,13 @@ import pandas as pd
 
 from ..errors import LinkriskError
 from ..grouping import (
+    COUNT_TOL,
     frequencies_from_codes,
     key_codes,
     key_names,
     row_groups,
     subset_walk,
+    whole_counts,
 )
 
 #: the k of the reported k-anonymity violations
@@ -141,20 +143,6 @@ def sample_frequencies(df: pd.DataFrame, keys: Sequence[str] | str, weights: Any
 
 
 # ---------------------------------------------------------------- individual risk
-#: relative tolerance within which a frequency is taken to be a whole number (α < 1 sums
-#: such as 1 + 0.1·1 + 0.1·7 + 0.1·2 give 2.0000000000000004) and f_k to equal F_k
-COUNT_TOL = 1e-9
-
-
-def whole_counts(fk: Any) -> np.ndarray:
-    """f_k with values within ``COUNT_TOL`` (relative) of a whole number set to it, so that
-    the tests f_k = 1, f_k = 2, f_k > 2 and f_k < k are not decided by rounding errors of
-    the α-weighted sums (other values are returned unchanged)."""
-    fk = np.asarray(fk, np.float64)
-    r = np.rint(fk)
-    return np.where(np.abs(fk - r) <= COUNT_TOL * np.maximum(1.0, np.abs(fk)), r, fk)
-
-
 @nb.njit(cache=True)
 def _inverse_mean(f: int, p: float) -> float:
     """E[1/F | f] = Σ_{F≥f} (1/F)·C(F−1, f−1)·p^f·(1−p)^{F−f} for 0 < p < 1, through

@@ -28,26 +28,16 @@ import numba as nb
 import numpy as np
 import pandas as pd
 from scipy.optimize import curve_fit
-from scipy.stats import norm
 
 from ..engine.matching.knn import knn
 from ..engine.nearest import nearest_sets
 from ..engine.nearest.kernels import Pairwise
 from ..errors import LinkriskError
-from .distance import is_numeric, onehot
+from .distance import is_numeric, onehot, wilson
 
 # ---------------------------------------------------------------------------------------
 # anonymeter's statistics (stats/confidence.py)
 # ---------------------------------------------------------------------------------------
-
-
-def wilson(n_total: int, n_success: float, conf: float) -> tuple[float, float]:
-    """Wilson score estimate of a success rate and its error bound at level ``conf``."""
-    z = float(norm.ppf(0.5 * (1.0 + conf)))
-    z2 = z * z
-    var = n_success * (n_total - n_success) / n_total
-    den = n_total + z2
-    return (n_success + 0.5 * z2) / den, (z / den) * math.sqrt(var + 0.25 * z2)
 
 
 def _bind(value: float, err: float) -> tuple[float, tuple[float, float]]:

@@ -10,13 +10,14 @@ nominal 0/1 distance). Nearest records come from linkrisk's engine
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.stats import rankdata
+from scipy.stats import norm, rankdata
 
 from ..engine.matching.knn import knn
 from ..engine.nearest import nearest_sets
@@ -222,8 +223,6 @@ def distance_risk(synthetic: pd.DataFrame, train: pd.DataFrame,
                          f"{len(T)} records")
         closer = (dt_b < dh_b) + 0.5 * (dt_b == dh_b)
         share = float(closer.mean())
-        from .anonymeter import wilson
-
         _, err = wilson(len(closer), float(closer.sum()), conf)
         summ["closer_to_train_share"] = share
         summ["closer_to_train_ci"] = [max(share - err, 0.0), min(share + err, 1.0)]
@@ -232,3 +231,12 @@ def distance_risk(synthetic: pd.DataFrame, train: pd.DataFrame,
         m_h, _ = min_distance(H, S, seed)
         summ["membership"] = _mia(m_t, m_h, alphas=alphas, n_boot=n_boot, rng=rng, conf=conf)
     return DistanceRisk(summ, d_t, d_h, notes)
+
+
+def wilson(n_total: int, n_success: float, conf: float) -> tuple[float, float]:
+    """Wilson score estimate of a success rate and its error bound at level ``conf``."""
+    z = float(norm.ppf(0.5 * (1.0 + conf)))
+    z2 = z * z
+    var = n_success * (n_total - n_success) / n_total
+    den = n_total + z2
+    return (n_success + 0.5 * z2) / den, (z / den) * math.sqrt(var + 0.25 * z2)

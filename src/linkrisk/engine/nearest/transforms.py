@@ -128,3 +128,17 @@ def difference_sd(x: np.ndarray, y: np.ndarray, ix: np.ndarray, iy: np.ndarray, 
     mean = sum(diff(r0).sum(axis=0) for r0 in range(0, n, rows)) / n
     ss = sum(((diff(r0) - mean) ** 2).sum(axis=0) for r0 in range(0, n, rows))
     return np.sqrt(ss / max(n - 1, 1))
+
+
+def standardize_observed(x: np.ndarray) -> np.ndarray:
+    """:func:`standardize` over the observed values (NaN kept):
+    (x − mean) / sd per column, mean and sd (ddof=1) of the column's observed values; a
+    column with no spread (or fewer than 2 observed values) is centred only. In place."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        n = (~np.isnan(x)).sum(axis=0)
+        mu = np.where(n > 0, np.nansum(x, axis=0) / np.maximum(n, 1), 0.0)
+        x -= mu
+        ss = np.nansum(x * x, axis=0)
+        sd = np.where(n > 1, np.sqrt(ss / np.maximum(n - 1, 1)), 0.0)
+    x /= np.where(sd > 0, sd, 1.0)
+    return x
