@@ -378,8 +378,7 @@ def test_walk_kernels_against_pairs_and_two_walks(case):
             score_k = score[full]
             for seed in (0, 5):
                 old = P.group_sets(cmp, score, ctx.truth, seed, keep=keep, walk="walks")
-                base = P._mix64(np.arange(n_a, dtype=np.uint64)
-                                ^ P._mix64(np.full(n_a, seed, np.uint64)))
+                base = P._walk_base(np.arange(n_a, dtype=np.uint64), seed)
                 for nt, lim in ((1, 0), (1, P._SMALL), (threads, 1), (threads, 10**9)):
                     numba.set_num_threads(nt)
                     best = np.full(n_a, np.inf)

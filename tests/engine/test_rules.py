@@ -58,11 +58,12 @@ def test_twins_give_the_same_bits():
 def test_subset_walk_stream_is_splitmix():
     """prl's subset walk hashed x as mix(x·φ + 0x632BE59BD9B4E019): that is
     splitmix(x, 0x632BE59BD9B4E018), so one hash serves both."""
-    from linkrisk.attacks.probabilistic import _mix64
+    from linkrisk.attacks.probabilistic import _WALK
 
     x = np.random.default_rng(1).integers(0, 2**63, 300).astype(np.uint64)
     want = [_splitmix_reference(int(v), 0x632BE59BD9B4E018) for v in x]
-    assert [int(v) for v in _mix64(x)] == want
+    assert _WALK == 0x632BE59BD9B4E018
+    assert [int(v) for v in splitmix_np(x, _WALK)] == want
 
 
 def test_settle_follows_the_definition():

@@ -1220,9 +1220,12 @@ def fs_thresholds(w: np.ndarray, pm: np.ndarray, pu: np.ndarray, max_fp: float,
 _WALK = 0x632BE59BD9B4E019 - 1
 
 
-def _mix64(x: np.ndarray) -> np.ndarray:
-    """The engine's splitmix hash of each x on the subset walk's stream."""
-    return splitmix_np(x, _WALK)
+def _walk_base(rows: np.ndarray, seed: int) -> np.ndarray:
+    """Each row's start on the subset walk's hash stream: splitmix(row ^ splitmix(seed,
+    _WALK), _WALK), with the engine's :func:`~linkrisk.engine.nearest.rules.splitmix_np`
+    (the compiled walks continue it with :func:`~linkrisk.engine.nearest.rules.splitmix`)."""
+    return splitmix_np(rows ^ splitmix_np(np.full(rows.shape[0], seed, np.uint64), _WALK),
+                       _WALK)
 
 
 def group_sets(cmp: Comparison, score: np.ndarray, truth: np.ndarray, seed: int,
@@ -1248,7 +1251,7 @@ def group_sets(cmp: Comparison, score: np.ndarray, truth: np.ndarray, seed: int,
     score_k = score[full]  # score of each walked subset as a full pattern
     best = np.full(n_a, np.inf)
     if walk == "compiled":  # one walk: the minimum, recording the groups met (events)
-        base = _mix64(np.arange(n_a, dtype=np.uint64) ^ _mix64(np.full(n_a, seed, np.uint64)))
+        base = _walk_base(np.arange(n_a, dtype=np.uint64), seed)
         ev = _min_walk(codes, cmp.size[keep], n_a, score_k, best, base)
         thr = tie_threshold_np(best, rtol)
         count = np.zeros(n_a, np.int64)
@@ -1261,7 +1264,7 @@ def group_sets(cmp: Comparison, score: np.ndarray, truth: np.ndarray, seed: int,
         thr = tie_threshold_np(best, rtol)
         count = np.zeros(n_a, np.int64)
         link = np.full(n_a, -1, np.int64)
-        base = _mix64(np.arange(n_a, dtype=np.uint64) ^ _mix64(np.full(n_a, seed, np.uint64)))
+        base = _walk_base(np.arange(n_a, dtype=np.uint64), seed)
         _run_walk(codes, size, n_a, _COLLECT, score_k=score_k, thr=thr, base=base,
                   count=count, link=link)
         return _group_result(cmp, score, truth, best, count, link, thr)
@@ -1275,7 +1278,7 @@ def group_sets(cmp: Comparison, score: np.ndarray, truth: np.ndarray, seed: int,
     count = np.zeros(n_a, np.int64)
     link = np.full(n_a, -1, np.int64)
     rows = np.arange(n_a, dtype=np.uint64)
-    base = _mix64(rows ^ _mix64(np.full(n_a, seed, np.uint64)))
+    base = _walk_base(rows, seed)
 
     def collect(s: int, ids: np.ndarray, g: int) -> None:
         cb = np.bincount(ids[n_a:], minlength=g)
@@ -1285,13 +1288,13 @@ def group_sets(cmp: Comparison, score: np.ndarray, truth: np.ndarray, seed: int,
             return
         c = c[hit]
         count[hit] += c
-        h = _mix64(base[hit] + np.uint64(s))
+        h = splitmix_np(base[hit] + np.uint64(s), _WALK)
         u = (h >> np.uint64(11)).astype(np.float64) * 2.0**-53
         take = u * count[hit] < c  # reservoir over groups: keep with prob c / total
         if not take.any():
             return
         hit, c, h = hit[take], c[take], h[take]
-        r = (_mix64(h) % c.astype(np.uint64)).astype(np.int64)
+        r = (splitmix_np(h, _WALK) % c.astype(np.uint64)).astype(np.int64)
         gb = ids[n_a:]
         order = np.argsort(gb, kind="stable")
         start = np.cumsum(cb) - cb
