@@ -10,7 +10,7 @@ here.
 # the eager callback _version (which prints and exits); the function body never needs it.
 version
 
-# src/linkrisk/engine/matching/memory.py (prefetch) and vec32.py (_make, _make_min,
+# src/linkrisk/engine/matching/prefetch.py (prefetch) and vec32.py (_make, _make_min,
 # _make_maybe): numba @intrinsic functions take the typing context as their first
 # argument, by numba's calling convention, whether they use it or not.
 typingctx

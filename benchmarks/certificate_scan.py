@@ -43,7 +43,7 @@ def main() -> None:
     from linkrisk.engine import standardize
     from linkrisk.engine.matching.assignment import SparseAssignment
     from linkrisk.engine.matching.knn import scan_gated
-    from linkrisk.engine.matching.screen32 import knn_screened
+    from linkrisk.engine.matching.screened_knn import knn_screened
     from linkrisk.engine.matching.solver import (
         RTOL,
         SCAN_CAP,

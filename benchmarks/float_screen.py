@@ -5,7 +5,7 @@ Data as in ``scale.py``: ``linkrisk.datasets.synthetic(n, 13, seed)`` released w
 noise (a = 0.25), each file standardized with its own mean and std (ddof = 1), as
 ``dbrl_l1`` and ``kernel`` do. A sample of ``--rows`` attacker records is linked against the
 whole release by ``nearest_sets`` with ``screen="none"`` (the exact float64 kernel) and
-``screen="float"`` (:mod:`linkrisk.engine.nearest.floatscreen`). Prints a table of ns per pair (best of ``--reps``), the speed-up, whether all
+``screen="float"`` (:mod:`linkrisk.engine.nearest.l1_kernel_screen`). Prints a table of ns per pair (best of ``--reps``), the speed-up, whether all
 outputs (minimum, count, true score, membership, link) are identical, and how many rows
 the screen handed to the exact kernel. (faiss k = 1, the yardstick of issue 24, is timed
 by ``scale.py`` in its own process: in this one its OpenMP threads would compete with

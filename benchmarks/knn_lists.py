@@ -1,6 +1,6 @@
-"""The k-NN pass of gdbrl: the sorted k-best lists of ``screen32.knn_screened`` (every
+"""The k-NN pass of gdbrl: the sorted k-best lists of ``screened_knn.knn_screened`` (every
 float32 score offered to a row's and a column's sorted list) against the threshold lists
-of ``screen32.knn_thresholds`` (thresholds from a sample, hits appended to a log), with
+of ``screened_knn.knn_thresholds`` (thresholds from a sample, hits appended to a log), with
 faiss's flat k = 1 search of the same data as the yardstick, in the same process. Data as
 in ``global_matching.py``: ``linkrisk.datasets.synthetic(n, 13, 0)`` released with
 additive noise a = 0.25, both files standardized.
@@ -33,7 +33,7 @@ def run(n: int, width: int, repeats: int, old: bool) -> list[str]:
 
     from linkrisk.datasets import synthetic
     from linkrisk.engine import standardize
-    from linkrisk.engine.matching.screen32 import knn_screened, knn_thresholds
+    from linkrisk.engine.matching.screened_knn import knn_screened, knn_thresholds
     from linkrisk.engine.nearest import Pairwise
 
     orig = synthetic(n, 13, 0)

@@ -328,7 +328,7 @@ def test_prl_and_screened_dbrl_report_progress():
     import faiss
 
     from linkrisk.engine import nearest_sets
-    from linkrisk.engine.nearest.screen import query_rows
+    from linkrisk.engine.nearest.faiss_screen import query_rows
 
     # query blocks never go below faiss's BLAS threshold (smaller ones are several times
     # slower), so with its stock threshold a 3,000-row file is searched in one block ...

@@ -154,7 +154,7 @@ def test_graph_of_whole_lists_frees_them_and_keeps_every_entry(screened):
     # the union graph of the lists' first k entries; when k covers the lists their entries
     # are freed while the graph is built (its memory peak), and nothing is lost
     from linkrisk.engine.matching.knn import knn
-    from linkrisk.engine.matching.screen32 import knn_thresholds
+    from linkrisk.engine.matching.screened_knn import knn_thresholds
     from linkrisk.engine.matching.solver import _Lists
     from linkrisk.engine.nearest import Pairwise
 

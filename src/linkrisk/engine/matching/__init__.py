@@ -2,7 +2,7 @@
 files, certified optimal without an n×n' matrix.
 
 Modules: :mod:`.knn` (exact k-NN lists and the other full scans: the candidate graph),
-:mod:`.screen32` (the float32-screened k-NN pass), :mod:`.assignment` (sparse
+:mod:`.screened_knn` (the float32-screened k-NN pass), :mod:`.assignment` (sparse
 Jonker–Volgenant with auction start), :mod:`.transport` (transport between repeated
 records), :mod:`.solver` (the solvers and the optimality certificate,
 :func:`min_cost_matching`). Builds on :mod:`linkrisk.engine.nearest` (its kernels and

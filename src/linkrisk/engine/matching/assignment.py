@@ -47,7 +47,7 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components, maximum_bipartite_matching
 
 from ..nearest.rules import Progress
-from .memory import prefetch
+from .prefetch import prefetch
 
 #: after :meth:`SparseAssignment.rewarm`, the freed rows bid in an auction only when more
 #: than this many were freed; fewer are settled by the row reduction and shortest paths
@@ -113,7 +113,7 @@ def _auction(indptr, indices, cost, v, col4row, row4col, eps, max_steps, touched
     (benchmarks/README.md, "Vectorized bids, wider first repairs"). While a row bids, the
     memory of the rows ``AHEAD`` and 2·``AHEAD`` places later in the queue is prefetched
     (the first one's edges, the second one's ``indptr`` entry): bids waited on it
-    (:mod:`.memory`)."""
+    (:mod:`.prefetch`)."""
     n = indptr.shape[0] - 1
     dmax = 0
     for i in range(n):

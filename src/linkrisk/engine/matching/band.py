@@ -1,5 +1,5 @@
 """The band along the principal direction, used by the threshold pass
-(:func:`~.screen32.knn_thresholds`).
+(:func:`~.screened_knn.knn_thresholds`).
 
 For a unit vector v and any two records, ‖x − y‖ ≥ |v·x − v·y| (Cauchy–Schwarz). With
 both files projected on their principal direction, a block of records whose projections

@@ -24,11 +24,11 @@ import numba as nb
 import numpy as np
 
 from ...errors import LinkriskError
+from ..nearest.faiss_screen import error_constant
 from ..nearest.kernels import SQEUCLIDEAN, Pairwise, tile_scores
 from ..nearest.rules import Progress
-from ..nearest.screen import error_constant
 from . import vec32
-from .memory import prefetch
+from .prefetch import prefetch
 from .tiles32 import FMA, scores32x2
 
 
@@ -207,7 +207,7 @@ class KNN:
 
     ``fwd_idx[i]`` are the k rows of y nearest to x_i, ``fwd_score`` their scores (engine
     units); ``bwd_idx[j]`` the kb rows of x nearest to y_j. Missing entries (fewer than k
-    finite scores) have index −1 and score +inf. :func:`~.screen32.knn_screened` fills
+    finite scores) have index −1 and score +inf. :func:`~.screened_knn.knn_screened` fills
     ``fwd_bound``/``bwd_bound``."""
 
     fwd_idx: np.ndarray
@@ -411,7 +411,7 @@ def _scan_gated(prow, x, yts, metric, degree, kxx, kyy, tflat, toff, tsize, root
     whose exact scoring is compute-bound; see benchmarks/README.md). A block is first tested without
     √ and branches (:func:`_any_below`) or, with ``s32`` (Euclidean cost), from float32
     scores with a rigorous error bound (:func:`_hit32`; ``cerr``·(‖x‖² + max ‖y‖² of the
-    block), the bound of :func:`~..nearest.screen.lower_bound`); only a block that may hold a pair is
+    block), the bound of :func:`~..nearest.faiss_screen.lower_bound`); only a block that may hold a pair is
     scored exactly (with ``s32`` only its columns that may pass). Hits are rare (a few per
     row), so the pre-test is the cost. Each row sees its columns in increasing order, as a
     row-by-row scan would: the results are the same.
@@ -574,7 +574,7 @@ def _screen_args(pw: Pairwise, yts: np.ndarray, off: np.ndarray, starts: np.ndar
     """The float32 copies of the scan's screen (columns in the scan's order): rows
     pre-scaled by −2 (exact), float32 norms, float64 norms of the rows and the largest per
     block of columns, the offsets in float32 and the largest |off| per block, and the
-    error constant c = 4(m+3)·2⁻²³ of :func:`~..nearest.screen.lower_bound`."""
+    error constant c = 4(m+3)·2⁻²³ of :func:`~..nearest.faiss_screen.lower_bound`."""
     x32 = pw.x.astype(np.float32)
     yt32 = yts.astype(np.float32)
     nx32 = np.einsum("ij,ij->i", x32, x32).astype(np.float32)

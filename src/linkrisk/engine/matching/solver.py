@@ -58,7 +58,7 @@ Four solvers, all exact:
            other columns (unless that exceeds the scans' 2 % slack: then every suspect
            row is scanned again).
            For the Euclidean cost at large n the one full pass (the lists of step 1) is
-           screened in float32 (:mod:`.screen32`): the lists are the k smallest float32
+           screened in float32 (:mod:`.screened_knn`): the lists are the k smallest float32
            scores, re-scored exactly, with α_i, β_j rigorous bounds from the float32
            error. The certificate stays exact.
 
@@ -108,8 +108,8 @@ from .assignment import (
     to_csr,
 )
 from .knn import dense_costs, knn, pair_costs, scan_gated, within_graph
-from .screen32 import applicable as screen_applicable
-from .screen32 import knn_thresholds
+from .screened_knn import applicable as screen_applicable
+from .screened_knn import knn_thresholds
 
 _log = logging.getLogger(__name__)
 
@@ -164,14 +164,14 @@ SCAN_CAP_MAX = 256
 SCAN_SLACK = 0.02
 #: screened lists: thresholds set so that about this multiple of the width falls below
 #: them on average (lengths vary with the sample; longer lists are cut to the width, see
-#: :func:`~.screen32.knn_thresholds`): most lists are then full (thinner graphs more often
+#: :func:`~.screened_knn.knn_thresholds`): most lists are then full (thinner graphs more often
 #: lack a perfect matching) and the samples that set the thresholds are smaller, for a
 #: few more hits in the pass (figures in benchmarks/README.md, "Threshold lists")
 LIST_MEAN = 2.0
 #: add a rank pairing along the first principal direction to the candidate graph
 #: (:func:`_spine`), so that it always has a perfect matching
 SPINE = True
-#: screen the full passes in float32 (:mod:`.screen32`) from this many pairs on, when
+#: screen the full passes in float32 (:mod:`.screened_knn`) from this many pairs on, when
 #: ``screen="auto"`` and the cost is Euclidean
 SCREEN_MIN_PAIRS = 50_000_000
 
@@ -229,7 +229,7 @@ def min_cost_matching(
     ``memory_budget``, to no less than 8; ``None``: DEFAULT_K / DEFAULT_K_LIST, or
     SCREEN_K for the float32-screened lists). ``ties``: ``matching`` or ``expected`` (also compute the candidate sets C(a);
     uses the sparse solver). ``screen``: run the sparse solver's full passes (k-NN lists,
-    certificate scans) through the float32 screen of :mod:`.screen32` — ``auto``: for the
+    certificate scans) through the float32 screen of :mod:`.screened_knn` — ``auto``: for the
     Euclidean cost from ``SCREEN_MIN_PAIRS`` pairs; the result is exact either way.
     ``progress(done, 1000)``: per-mille of the estimated work.
     Raises :class:`LinkriskError` when the restricted graph has no such matching."""

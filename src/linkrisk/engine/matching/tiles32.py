@@ -1,14 +1,14 @@
-"""Float32 tile kernels shared by the screened k-NN pass (:mod:`.screen32`) and the
+"""Float32 tile kernels shared by the screened k-NN pass (:mod:`.screened_knn`) and the
 certificate's gated scan (:func:`~.knn.scan_gated`): scores of two rows against a tile of
 columns per load of the tile. Callers compile with ``fastmath=FMA``; the error bound of
-:mod:`.screen32` holds with or without fused multiply-adds."""
+:mod:`.screened_knn` holds with or without fused multiply-adds."""
 
 from __future__ import annotations
 
 import numba as nb
 
 #: the float32 passes may contract a·b + c into one fused multiply-add (one rounding
-#: instead of two: the error bound of :mod:`.screen32` holds for any order, contracted or not)
+#: instead of two: the error bound of :mod:`.screened_knn` holds for any order, contracted or not)
 FMA = {"contract"}
 
 

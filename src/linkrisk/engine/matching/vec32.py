@@ -1,4 +1,4 @@
-"""Register-blocked float32 scores for the screened k-NN pass (:mod:`.screen32`), written
+"""Register-blocked float32 scores for the screened k-NN pass (:mod:`.screened_knn`), written
 as explicit LLVM vector code.
 
 The threshold pass scores every pair of a row chunk and a column block in float32 and logs
@@ -17,7 +17,7 @@ the loop kernel.
 
 The scores are the same sum as the loop kernel's, in another order (each attribute in
 turn after the norms): the screen's error bound holds for any order of the m + 2 terms,
-with or without fused multiply-adds (:mod:`.screen32`).
+with or without fused multiply-adds (:mod:`.screened_knn`).
 """
 
 from __future__ import annotations
@@ -193,7 +193,7 @@ def _make_min(M: int):
     """The intrinsic ``block_min_bits(x, nx, r0, r1, yt, ny, j0, mins)`` for ``M``
     attributes: for rows r0..r1 of ``x`` against the 32 columns from j0 of ``yt`` (as in
     :func:`_make`), ``mins[i − r0]`` = min(itself, the smallest score's int32 bits), the
-    order of :func:`.screen32._min_bits` (that of the floats when they are ≥ 0); returns 0."""
+    order of :func:`.screened_knn._min_bits` (that of the floats when they are ≥ 0); returns 0."""
 
     @intrinsic
     def block_min_bits(typingctx, x, nx, r0, r1, yt, ny, j0, mins):

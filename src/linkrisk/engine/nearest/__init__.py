@@ -6,8 +6,11 @@ Modules: :mod:`.rules` (tie threshold, tie-breaking hash, pick, progress: the ru
 path follows), :mod:`.kernels` (the compiled blocked kernels and :class:`Pairwise`, two
 files under one metric), :mod:`.intkernels` (int32 kernels for whole-number scores),
 :mod:`.hamming` (the Hamming kernel on narrow category codes),
-:mod:`.screen` (the faiss float32 screen), :mod:`.sets` (blocked planning and the exact
-sets), :mod:`.search` (the entry point :func:`nearest_sets`), :mod:`.distributed` (Dask),
+:mod:`.faiss_screen` (squared-Euclidean sets screened by faiss's float32 index),
+:mod:`.l1_kernel_screen` (L1 and kernel sets screened by a compiled float32 scan),
+:mod:`.missing` (sets over the attributes observed in both records), :mod:`.sets` (blocked
+planning and the exact sets), :mod:`.search` (the entry point :func:`nearest_sets`),
+:mod:`.distributed` (Dask),
 :mod:`.transforms` (standardization, ranks, whitening). See ``docs/methods.md``.
 """
 

@@ -1,6 +1,6 @@
 """The nearest-set engine's entry point: candidate sets C(a) of every row of the
 attacker's file under one metric, through the exact compiled kernel (:mod:`.sets`) or,
-for large squared-Euclidean problems, the faiss screen (:mod:`.screen`); the same result
+for large squared-Euclidean problems, the faiss screen (:mod:`.faiss_screen`); the same result
 either way (tie rule of :mod:`.rules`, see ``docs/methods.md``)."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import LinkriskError
-from . import floatscreen as fscr
-from . import screen as scr
+from . import faiss_screen as scr
+from . import l1_kernel_screen as fscr
 from .kernels import METRIC_CODES, Pairwise, Tables
 from .rules import RTOL, Progress
 from .sets import DEFAULT_MEMORY_BUDGET, NearestSets, exact_sets
@@ -40,9 +40,9 @@ def nearest_sets(
     working set; no n_a×n_b matrix is formed. ``progress(done, total)`` is called per block.
 
     ``screen``: ``"faiss"`` screens squared-Euclidean candidates with faiss's float32 flat
-    index and re-checks them exactly (see :mod:`.screen`); ``"none"`` always uses the exact
+    index and re-checks them exactly (see :mod:`.faiss_screen`); ``"none"`` always uses the exact
     kernel; ``"auto"`` screens large problems when faiss is installed, and large ``l1`` and
-    ``kernel`` problems with the float32 screen of :mod:`.floatscreen` (``"float"``: always,
+    ``kernel`` problems with the float32 screen of :mod:`.l1_kernel_screen` (``"float"``: always,
     where its proof applies). Results are identical either way. ``row_ids`` (default 0..n_a−1) seed each row's tie breaking, so a row gets
     the same link whichever block or worker computes it.
     """

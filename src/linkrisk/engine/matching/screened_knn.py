@@ -11,7 +11,7 @@ inner products per pair, vectorized over a cache-resident tile of B, the score
 list entries are then re-scored in float64 with the engine's arithmetic
 (:func:`~.knn.pair_costs`) and sorted by (exact cost, index). Every pair left out of i's
 list had a float32 score ≥ the final K-th one D_i, so its exact squared distance is
-≥ L(D_i) (:func:`~..nearest.screen.lower_bound`: |float32 − exact| ≤ c(‖a‖² + ‖b‖²), c = 4(m+3)·2⁻²³)
+≥ L(D_i) (:func:`~..nearest.faiss_screen.lower_bound`: |float32 − exact| ≤ c(‖a‖² + ‖b‖²), c = 4(m+3)·2⁻²³)
 and α_i = √L(D_i). The bound holds for this summation order as for faiss's, with or without fused
 multiply-adds: rounding the
 inputs costs ≤ 2·2⁻²⁴ relative per product and 2⁻²⁴·m per norm, and summing the m + 2
@@ -40,12 +40,12 @@ import time
 import numba as nb
 import numpy as np
 
+from ..nearest.faiss_screen import error_constant, lower_bound
 from ..nearest.kernels import Pairwise
 from ..nearest.rules import Progress
-from ..nearest.screen import error_constant, lower_bound
 from . import band, vec32
 from .knn import KNN, PAIR_AHEAD, insert_sorted, merge_threads, pair_costs, row_blocks
-from .memory import prefetch
+from .prefetch import prefetch
 from .tiles32 import FMA as _FMA
 from .tiles32 import scores32x2 as _scores32x2
 
@@ -739,7 +739,7 @@ def knn_thresholds(pw: Pairwise, width: int, *, mean: float | None = None,
     disjoint groups of a sample (:func:`_sample_thresholds`); the full pass logs every
     pair below its row's or its column's threshold. Logged pairs are re-scored exactly,
     sorted by (exact score, index) and cut to ``width``. Bounds: a pair never logged has
-    float32 score ≥ τ, so exact score ≥ L(τ) (:func:`~..nearest.screen.lower_bound`); a
+    float32 score ≥ τ, so exact score ≥ L(τ) (:func:`~..nearest.faiss_screen.lower_bound`); a
     pair cut off is ≥ the first exact score cut. List lengths vary with the sample (a
     list shorter than ``width`` is padded with −1 / +inf and still has a finite
     bound)."""

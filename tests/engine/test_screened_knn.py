@@ -8,7 +8,7 @@ import pytest
 from scipy.spatial.distance import cdist
 
 from linkrisk.engine.matching.knn import knn
-from linkrisk.engine.matching.screen32 import knn_screened
+from linkrisk.engine.matching.screened_knn import knn_screened
 from linkrisk.engine.nearest import Pairwise
 
 
@@ -74,12 +74,12 @@ def test_screened_lists_equal_exact_lists_up_to_float32_near_ties():
 def test_lists_re_scored_in_row_blocks_are_the_same(monkeypatch):
     # int32 indices; the per-block re-scoring and sort (blocks of 5 rows here, the last one
     # short) gives the same lists, bit for bit, as one block, with ties (integer data)
-    from linkrisk.engine.matching import screen32
+    from linkrisk.engine.matching import screened_knn
 
     x, y = _pair(203, 190, 3, 9, ties=True)
     pw = Pairwise.build(x, y, "sqeuclidean", root=True)
     one = knn_screened(pw, 12)
-    monkeypatch.setattr(screen32, "SORT_BLOCK", 60)
+    monkeypatch.setattr(screened_knn, "SORT_BLOCK", 60)
     blocked = knn_screened(pw, 12)
     assert one.fwd_idx.dtype == np.int32 and one.bwd_idx.dtype == np.int32
     for f in ("fwd_idx", "fwd_score", "bwd_idx", "bwd_score", "fwd_bound", "bwd_bound"):
@@ -117,7 +117,7 @@ def _check_threshold_lists(nn, x, y, width):
                                                (150, 200, 2, 8, False),
                                                (1200, 1300, 20, 16, False)])
 def test_threshold_lists_have_exact_costs_and_valid_bounds(n, n2, m, width, ties):
-    from linkrisk.engine.matching.screen32 import knn_thresholds
+    from linkrisk.engine.matching.screened_knn import knn_thresholds
 
     x, y = _pair(n, n2, m, n + width, ties)
     pw = Pairwise.build(x, y, "sqeuclidean", root=True)
@@ -148,12 +148,12 @@ def test_band_intervals_bound_every_pair_of_a_skipped_tile():
     """The band's geometry against brute force: a row whose projection lies g outside a
     tile's interval has squared distance ≥ g² to every record of that tile (so a tile
     skipped when g² exceeds every threshold holds no pair below one)."""
-    from linkrisk.engine.matching import screen32
+    from linkrisk.engine.matching import screened_knn
 
     x, y = _elongated(900, 800, 6, 1)
     tau_f = np.full(900, 4.0, np.float32)
     tau_b = np.full(800, 4.0, np.float32)
-    ox, oy, px, tlo, thi, ttm, tnm = screen32._band(x, y, tau_f, tau_b, 64)
+    ox, oy, px, tlo, thi, ttm, tnm = screened_knn._band(x, y, tau_f, tau_b, 64)
     assert sorted(ox) == list(range(900)) and sorted(oy) == list(range(800))
     d2 = cdist(x[ox], y[oy], "sqeuclidean")
     far = 0
@@ -172,18 +172,18 @@ def test_band_blocks_start_afresh_in_each_tile():
     (a tile of 80 holds blocks of 32, 32 and 16), each with the interval of its columns'
     projections, their largest threshold and squared norm, and the same row and column
     order and tile arrays as without blocks."""
-    from linkrisk.engine.matching import screen32
+    from linkrisk.engine.matching import screened_knn
 
     x, y = _elongated(300, 250, 6, 4)
     rng = np.random.default_rng(0)
     tau_f = rng.uniform(1, 5, 300).astype(np.float32)
     tau_b = rng.uniform(1, 5, 250).astype(np.float32)
-    plain = screen32._band(x, y, tau_f, tau_b, 80)
-    ox, oy, px, tlo, thi, ttm, tnm, blo, bhi, btm, bnm = screen32._band(x, y, tau_f, tau_b,
+    plain = screened_knn._band(x, y, tau_f, tau_b, 80)
+    ox, oy, px, tlo, thi, ttm, tnm, blo, bhi, btm, bnm = screened_knn._band(x, y, tau_f, tau_b,
                                                                        80, 32)
     for a, b in zip(plain, (ox, oy, px, tlo, thi, ttm, tnm), strict=True):
         np.testing.assert_array_equal(a, b)
-    py = (y[oy] @ screen32.band.direction(x, y))
+    py = (y[oy] @ screened_knn.band.direction(x, y))
     spans = [(t0 + q, min(t0 + q + 32, t0 + 80, 250)) for t0 in range(0, 250, 80)
              for q in range(0, min(80, 250 - t0), 32)]
     assert len(blo) == len(spans) == 3 + 3 + 3 + 1  # the last tile (10 columns): one block
@@ -201,10 +201,10 @@ def test_band_skips_tiles_and_leaves_the_lists_unchanged(monkeypatch, ties):
     """The pass in band order skips most tiles of elongated files, and its lists, scores
     and bounds equal those of the pass in the files' own order (the skipped pairs are
     above every threshold); both are checked against brute force."""
-    from linkrisk.engine.matching import screen32
+    from linkrisk.engine.matching import screened_knn
 
-    monkeypatch.setattr(screen32, "TILE", 64)
-    monkeypatch.setattr(screen32, "CHUNK", 16)
+    monkeypatch.setattr(screened_knn, "TILE", 64)
+    monkeypatch.setattr(screened_knn, "CHUNK", 16)
     if ties:  # repeated records and equal distances
         x, y = _elongated(700, 650, 5, 2)
         x, y = np.round(x), np.round(y)
@@ -212,9 +212,9 @@ def test_band_skips_tiles_and_leaves_the_lists_unchanged(monkeypatch, ties):
         x, y = _elongated(1500, 1400, 13, 3)
     pw = Pairwise.build(x, y, "sqeuclidean", root=True)
     st_on, st_off = {}, {}
-    on = screen32.knn_thresholds(pw, 12, stats=st_on)
-    monkeypatch.setattr(screen32, "BAND", False)
-    off = screen32.knn_thresholds(pw, 12, stats=st_off)
+    on = screened_knn.knn_thresholds(pw, 12, stats=st_on)
+    monkeypatch.setattr(screened_knn, "BAND", False)
+    off = screened_knn.knn_thresholds(pw, 12, stats=st_off)
     assert st_on["band_skipped"] > 0.3 and st_off["band_skipped"] == 0
     for f in ("fwd_idx", "fwd_score", "bwd_idx", "bwd_score", "fwd_bound", "bwd_bound"):
         np.testing.assert_array_equal(getattr(on, f), getattr(off, f))
@@ -222,16 +222,16 @@ def test_band_skips_tiles_and_leaves_the_lists_unchanged(monkeypatch, ties):
 
 
 def test_threshold_lists_overflowing_logs_are_scored_again(monkeypatch):
-    from linkrisk.engine.matching import screen32
+    from linkrisk.engine.matching import screened_knn
 
     x, y = _pair(2100, 2000, 6, 5)
     pw = Pairwise.build(x, y, "sqeuclidean", root=True)
-    one = screen32.knn_thresholds(pw, 20)
-    monkeypatch.setattr(screen32, "LOG_FACTOR", 0)
-    monkeypatch.setattr(screen32, "LOG_FLOOR", 1)
-    monkeypatch.setattr(screen32, "SORT_BLOCK", 333)
+    one = screened_knn.knn_thresholds(pw, 20)
+    monkeypatch.setattr(screened_knn, "LOG_FACTOR", 0)
+    monkeypatch.setattr(screened_knn, "LOG_FLOOR", 1)
+    monkeypatch.setattr(screened_knn, "SORT_BLOCK", 333)
     stats = {}
-    again = screen32.knn_thresholds(pw, 20, stats=stats)
+    again = screened_knn.knn_thresholds(pw, 20, stats=stats)
     assert stats["reruns"] > 0
     for f in ("fwd_idx", "fwd_score", "bwd_idx", "bwd_score", "fwd_bound", "bwd_bound"):
         np.testing.assert_array_equal(getattr(one, f), getattr(again, f))
@@ -242,14 +242,14 @@ def test_group_minima_thresholds_have_about_mean_records_below():
     """The sample thresholds: the smallest float32 score over each group (as int32 bits,
     exact for non-negative scores) and their order statistic, which has about ``mean``
     records of the other file below it on average (Beta(1, G) fractions per group)."""
-    from linkrisk.engine.matching import screen32
+    from linkrisk.engine.matching import screened_knn
 
     x, y = _pair(3000, 6000, 4, 11)
     x32, y32 = x.astype(np.float32), y.astype(np.float32)
-    nx, ny = screen32._norms32(x32), screen32._norms32(y32)
-    G, ng, qr = screen32._group_size(6000, 40.0)
-    assert ng == screen32.NG and qr == screen32.QR and G > 1
-    tau = screen32._sample_thresholds(x32, nx, y32, ny, 40.0, 2)
+    nx, ny = screened_knn._norms32(x32), screened_knn._norms32(y32)
+    G, ng, qr = screened_knn._group_size(6000, 40.0)
+    assert ng == screened_knn.NG and qr == screened_knn.QR and G > 1
+    tau = screened_knn._sample_thresholds(x32, nx, y32, ny, 40.0, 2)
     # the group minima themselves, by brute force over the float32 scores
     s32 = cdist(x32, y32[:G * ng], "sqeuclidean")
     mins = s32.reshape(3000, ng, G).min(axis=2)
@@ -258,13 +258,13 @@ def test_group_minima_thresholds_have_about_mean_records_below():
     below = (cdist(x, y, "sqeuclidean") < tau[:, None]).sum(1)
     assert 25 < below.mean() < 60
     # too large a mean for the file: no sample, every pair is logged
-    assert screen32._group_size(6000, 2000.0) == (0, 0, 0)
+    assert screened_knn._group_size(6000, 2000.0) == (0, 0, 0)
 
 
 def test_min_bits_is_the_minimum_of_non_negative_floats():
     import numba as nb
 
-    from linkrisk.engine.matching.screen32 import _min_bits
+    from linkrisk.engine.matching.screened_knn import _min_bits
 
     @nb.njit
     def run(a):
@@ -282,20 +282,20 @@ def test_min_bits_is_the_minimum_of_non_negative_floats():
 def test_short_lists_are_the_k_smallest_float32_scores(monkeypatch):
     """Lists whose threshold logged fewer than MIN_LIST partners are refilled by a scan of
     their own: then they are the width smallest float32 scores, as knn_screened's."""
-    from linkrisk.engine.matching import screen32
+    from linkrisk.engine.matching import screened_knn
 
     x, y = _pair(1500, 1400, 6, 21)
     pw = Pairwise.build(x, y, "sqeuclidean", root=True)
     # thresholds far too low: a few records log nothing, the rest a few partners
-    low = screen32._sample_thresholds
+    low = screened_knn._sample_thresholds
 
     def too_low(*a, **kw):
         t = low(*a, **kw)
         return np.where(np.arange(t.shape[0]) % 7 == 0, np.float32(0), t / 4)
 
-    monkeypatch.setattr(screen32, "_sample_thresholds", too_low)
+    monkeypatch.setattr(screened_knn, "_sample_thresholds", too_low)
     stats = {}
-    nn = screen32.knn_thresholds(pw, 12, mean=12, stats=stats)
+    nn = screened_knn.knn_thresholds(pw, 12, mean=12, stats=stats)
     assert stats["short_rows"] > 200 and stats["short_cols"] > 200
     _check_threshold_lists(nn, x, y, 12)
     ref = knn_screened(pw, 12)
@@ -313,14 +313,14 @@ def test_register_kernel_gives_the_loop_kernels_lists(monkeypatch, m, ties, tile
     on integer data (exact scores in both summation orders; many ties) and on continuous
     data; tiles that are not a whole number of 32-column blocks (80, 48) included. Checked
     against brute force too."""
-    from linkrisk.engine.matching import screen32
+    from linkrisk.engine.matching import screened_knn
 
-    monkeypatch.setattr(screen32, "TILE", tile)
+    monkeypatch.setattr(screened_knn, "TILE", tile)
     x, y = _pair(1300, 1100, m, m, ties)
     pw = Pairwise.build(x, y, "sqeuclidean", root=True)
-    on = screen32.knn_thresholds(pw, 12)
-    monkeypatch.setattr(screen32, "REGISTER_KERNEL", False)
-    off = screen32.knn_thresholds(pw, 12)
+    on = screened_knn.knn_thresholds(pw, 12)
+    monkeypatch.setattr(screened_knn, "REGISTER_KERNEL", False)
+    off = screened_knn.knn_thresholds(pw, 12)
     for f in ("fwd_idx", "fwd_score", "bwd_idx", "bwd_score", "fwd_bound", "bwd_bound"):
         np.testing.assert_array_equal(getattr(on, f), getattr(off, f))
     _check_threshold_lists(on, x, y, 12)
@@ -375,16 +375,16 @@ def test_register_kernel_gives_the_loop_kernels_sample_thresholds(monkeypatch, m
     whole 32-column blocks with columns of norm +inf) equal the loop kernel's bit for bit:
     the same float32 scores, the same int32-bit minima. Groups of G records with G not a
     multiple of 32."""
-    from linkrisk.engine.matching import screen32
+    from linkrisk.engine.matching import screened_knn
 
     x, y = _pair(2100, 5000, m, m)
     x32, y32 = x.astype(np.float32), y.astype(np.float32)
-    nx, ny = screen32._norms32(x32), screen32._norms32(y32)
-    G, ng, _ = screen32._group_size(5000, mean)
+    nx, ny = screened_knn._norms32(x32), screened_knn._norms32(y32)
+    G, ng, _ = screened_knn._group_size(5000, mean)
     assert G % 32 != 0
-    on = screen32._sample_thresholds(x32, nx, y32, ny, mean, 2)
-    monkeypatch.setattr(screen32, "REGISTER_KERNEL", False)
-    off = screen32._sample_thresholds(x32, nx, y32, ny, mean, 2)
+    on = screened_knn._sample_thresholds(x32, nx, y32, ny, mean, 2)
+    monkeypatch.setattr(screened_knn, "REGISTER_KERNEL", False)
+    off = screened_knn._sample_thresholds(x32, nx, y32, ny, mean, 2)
     np.testing.assert_array_equal(on.view(np.int32), off.view(np.int32))
 
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from linkrisk.engine import nearest_sets
-from linkrisk.engine.nearest import screen as scr
+from linkrisk.engine.nearest import faiss_screen as scr
 
 pytest.importorskip("faiss", reason="needs faiss-cpu: pip install -e '.[fast]'")
 

@@ -9,7 +9,7 @@ import pytest
 from scipy.spatial.distance import cdist
 
 from linkrisk.engine.nearest import Pairwise
-from linkrisk.engine.nearest import floatscreen as fs
+from linkrisk.engine.nearest import l1_kernel_screen as fs
 from linkrisk.engine.nearest.kernels import nearest_block
 from linkrisk.engine.nearest.search import nearest_sets
 from linkrisk.engine.nearest.sets import exact_sets
