@@ -14,8 +14,8 @@ that proof to the complete bipartite graph.
 Square problems start from column prices of an ε-scaling auction (Bertsekas 1988, "The
 auction algorithm: a distributed relaxation method for the assignment problem", Annals of
 Operations Research 14:105–123): with near-optimal prices almost every row's cheapest
-column is distinct, and the exact shortest-path phase only fixes local conflicts (much
-faster than from the column reduction; see benchmarks/README.md). The final duals are
+column is distinct, and the exact shortest-path phase only fixes local conflicts (far
+fewer and shorter paths than from the column reduction). The final duals are
 *flattened* (:meth:`SparseAssignment.flatten`) before they are used as a certificate.
 
 When rows < columns the problem is the rectangular one (dummy rows of constant cost, see
@@ -51,10 +51,8 @@ from .prefetch import prefetch
 
 #: after :meth:`SparseAssignment.rewarm`, the freed rows bid in an auction only when more
 #: than this many were freed; fewer are settled by the row reduction and shortest paths
-#: alone, which then cost less than the auction's spread (10⁵: 77 freed, 16 left after the
-#: row reduction, 0.25 s of paths against an auction in which 50,000 rows bid, 0.6 s;
-#: 3·10⁵: 202 freed, 103 left, 1.7 s of paths against 0.7 s; see benchmarks/README.md,
-#: "Few freed rows")
+#: alone, which then cost less than an auction, in which the evictions spread to many
+#: more rows than were freed
 SETTLE_PATHS = 100
 
 # ---------------------------------------------------------------------------------------
@@ -109,8 +107,8 @@ def _auction(indptr, indices, cost, v, col4row, row4col, eps, max_steps, touched
     ``touched``. Returns the rows left.
     A bid gathers the row's reduced costs into a buffer and takes two vectorized minima
     (j1 the first minimum in edge order, the second minimum over the other edges): the
-    same bids as one branchy pass keeping the two smallest, 26 % less time at 10⁵
-    (benchmarks/README.md, "Vectorized bids, wider first repairs"). While a row bids, the
+    same bids as one branchy pass keeping the two smallest, without its branches. While a
+    row bids, the
     memory of the rows ``AHEAD`` and 2·``AHEAD`` places later in the queue is prefetched
     (the first one's edges, the second one's ``indptr`` entry): bids waited on it
     (:mod:`.prefetch`)."""
@@ -165,9 +163,8 @@ def _auction(indptr, indices, cost, v, col4row, row4col, eps, max_steps, touched
 
 
 #: queue places between a bid and the row whose edges it prefetches (the row 2·AHEAD
-#: places on gets its ``indptr`` entry prefetched): 2 took a cold start's phases from
-#: 0.49–0.58 to 0.34–0.44 s at 10⁵ and from 15.0 to 10.2–10.5 s at 10⁶ (1, 4 and 8 about
-#: the same or slower; benchmarks/README.md, "Prefetched bids")
+#: places on gets its ``indptr`` entry prefetched): the row's memory is requested a few
+#: bids before it is read; 1, 4 and 8 places were no faster than 2
 AHEAD = 2
 
 
@@ -600,9 +597,8 @@ def to_csr(rows: np.ndarray, cols: np.ndarray, costs: np.ndarray, n_rows: int
 
 #: spare entries at the end of a candidate graph's arrays, as a fraction of its edges
 #: (:func:`merge_csr` with ``room``): the spine and the repair rounds' edges then merge in
-#: place (:func:`merge_into`) instead of into fresh arrays, whose first touch cost more
-#: than the merge itself (benchmarks/README.md, "Merges in place"). The spine and all
-#: repairs added 18 % at 10⁶; spare entries never written take no memory
+#: place (:func:`merge_into`) instead of into fresh arrays, whose first touch (page
+#: faults) costs more than the merge itself; spare entries never written take no memory
 GRAPH_ROOM = 0.25
 
 
@@ -778,9 +774,8 @@ class SparseAssignment:
         self.phase_times: dict[str, float | int] = {}
         self.augmentations = 0
         self.auction = True
-        # cold ε-scaling from 0.002·scale (the cost range of the graph): the first solve
-        # on the screened 22–24-wide graphs took 0.55 s against 0.89 s from 0.05·scale at
-        # 10⁵, 2.6 s against 4.8 s at 3·10⁵ (benchmarks/README.md, "Repair rounds")
+        # cold ε-scaling from 0.002·scale (the cost range of the graph): a coarser start
+        # (0.05·scale) made the first solve on the screened graphs slower
         self.eps0, self.eps_div, self.eps_end = 0.002, 5.0, 1e-7
         self.warm_eps0 = 1e-3    # restart(keep_prices=True)
         self.rewarm_eps0 = 1e-5  # the freed rows' auction after rewarm()

@@ -48,7 +48,7 @@ def _sq_tile(acc, a, bt, t0, w):
     registers. Each score is summed over the attributes in the same order as
     :func:`~.kernels.tile_scores` (no contraction into FMA), so the bits are the same;
     keeping the 8 partial sums in registers avoids re-loading and storing ``acc`` once
-    per attribute, which made the generic loop slower (see benchmarks/README.md)."""
+    per attribute, as the generic loop does."""
     m = a.shape[0]
     k0 = 0
     while k0 + 8 <= w:
@@ -254,7 +254,7 @@ def knn(pw: Pairwise, k: int, kb: int | None = None, *, progress: Progress | Non
 # reduced-cost scan (the certificate) and the other per-row scans
 # ---------------------------------------------------------------------------------------
 #: columns per block of the gated scan (a block is skipped when no column passes the gate;
-#: larger blocks amortize the gate test, see benchmarks/README.md, "certificate scan")
+#: larger blocks amortize the gate test)
 GATE_BLOCK = 256
 #: rows of the gated scan that share each block of columns while it is in cache
 SCAN_ROWS = 64
@@ -408,7 +408,7 @@ def _scan_gated(prow, x, yts, metric, degree, kxx, kyy, tflat, toff, tsize, root
     Tiled: the rows come sorted by end (descending) in chunks ``chunks[c]..chunks[c+1]``;
     a block of columns (GATE_BLOCK of them, in L1) is scored against every row of the chunk
     that needs it before the next block is read (a gain with ``s32``, none in float64,
-    whose exact scoring is compute-bound; see benchmarks/README.md). A block is first tested without
+    whose exact scoring is compute-bound). A block is first tested without
     √ and branches (:func:`_any_below`) or, with ``s32`` (Euclidean cost), from float32
     scores with a rigorous error bound (:func:`_hit32`; ``cerr``·(‖x‖² + max ‖y‖² of the
     block), the bound of :func:`~..nearest.faiss_screen.lower_bound`); only a block that may hold a pair is
@@ -609,8 +609,8 @@ def scan_gated(pw: Pairwise, rows: np.ndarray, off: np.ndarray, key: np.ndarray,
 
     Columns are sorted by key once, so each row scans a prefix in blocks of
     ``GATE_BLOCK``, skipping blocks where no off_j passes the gate: the work is the
-    number of such pairs, not n_rows × n_cols (a fraction of the full scan; measured
-    shares in benchmarks/README.md). Rows with similar prefixes
+    number of such pairs, not n_rows × n_cols (a fraction of the full scan). Rows with
+    similar prefixes
     share each block while it is in cache, and a block is pre-tested before any pair is
     scored exactly. Returns (scan, nxt): ``scan.min`` = min(θ_i, min r_ij) — a lower bound
     of r_ij over *all* columns under the caller's proof — ``scan.count`` and the (up to
@@ -631,7 +631,7 @@ def scan_gated(pw: Pairwise, rows: np.ndarray, off: np.ndarray, key: np.ndarray,
     order = np.argsort(key, kind="stable")
     key_s = np.ascontiguousarray(key[order])
     off_s = np.ascontiguousarray(off[order])
-    yts = np.take(pw.cols, order, axis=1)  # a C-ordered copy, 3x faster than yt[:, order]
+    yts = np.take(pw.cols, order, axis=1)  # a C-ordered copy (faster than yt[:, order])
     kyy = np.ascontiguousarray(pw.kyy[order])
     starts = np.arange(0, n_y, GATE_BLOCK)
     gmax = np.maximum.reduceat(off_s, starts)
@@ -815,8 +815,8 @@ def _pair_costs_sq(x, y, yflat, root, ia, ib, out):
 
 def pair_costs(pw: Pairwise, ia: np.ndarray, ib: np.ndarray) -> np.ndarray:
     """Costs of the listed pairs (x[ia[p]], y[ib[p]]), same bits as the scans; +inf where an
-    index is −1. Squared Euclidean pairs are scored from the row-major ``y`` (9.4·10⁶
-    random pairs at 10⁵: 0.05 → 0.03 s, benchmarks/README.md, "Prefetched bids")."""
+    index is −1. Squared Euclidean pairs are scored from the row-major ``y``: each pair
+    reads one contiguous row instead of one value per attribute row."""
     ia = np.ascontiguousarray(ia, dtype=np.int64)
     ib = np.ascontiguousarray(ib, dtype=np.int64)
     out = np.empty(ia.shape[0])

@@ -3,11 +3,10 @@
 The auction (:func:`.assignment._auction`) bids row by row in queue order: each bid reads
 a random row of the graph (its ``indptr`` entry, then its edges' columns and costs), and
 a bid's own work (a few hundred instructions) is too long for the processor to start the
-next row's loads out of order. So every bid waited on memory for the row it reads, 6–12 ns
-per edge at 10⁵ where the gathers themselves take 1.5. The queue holds the next rows, and
-a prefetch instruction (unlike a plain load, which the processor has to wait for before
-it retires) asks for their memory while the current bid runs (benchmarks/README.md,
-"Prefetched bids"). The shortest-path searches (:func:`.assignment._augment`,
+next row's loads out of order. So every bid waited on memory for the row it reads, far
+longer than the gathers themselves take. The queue holds the next rows, and a prefetch
+instruction (unlike a plain load, which the processor has to wait for before it retires)
+asks for their memory while the current bid runs. The shortest-path searches (:func:`.assignment._augment`,
 :func:`.assignment._flatten`) prefetch the row on top of their heap in the same way: it is
 the next one they scan unless the current row's edges put another above it.
 """

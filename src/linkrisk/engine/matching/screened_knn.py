@@ -2,8 +2,8 @@
 
 The certified matching (:mod:`.matching`) needs one full pass over A × B: the k-NN lists
 that make the candidate graph and bound every pair outside it (the certificate then
-looks only at the pairs those bounds cannot clear). In float64 each pair costs ~3.6 ns
-here, which puts n = 10⁶ (10¹² pairs) at an hour. The lists do not need float64 for every
+looks only at the pairs those bounds cannot clear). In float64 that pass dominates the
+whole solve at large n (10¹² pairs at n = 10⁶). The lists do not need float64 for every
 pair, only valid *bounds*: the graph may be any set of pairs with exact costs, and a pair
 outside i's list only needs a lower bound α_i on its cost. A fused float32 kernel (13
 inner products per pair, vectorized over a cache-resident tile of B, the score
@@ -50,12 +50,11 @@ from .tiles32 import FMA as _FMA
 from .tiles32 import scores32x2 as _scores32x2
 
 #: B columns per tile: 13 float32 attribute rows of 512 columns (26 KiB) and the rows'
-#: 2 KiB accumulators stay in a 48 KiB L1 (1024 columns, 52 KiB, do not: the threshold
-#: pass took 9.4 s against 7.2 s at 3·10⁵, see benchmarks/README.md, "Band along the
-#: principal direction"); narrower tiles are also skipped more often by the band
+#: 2 KiB accumulators stay in a 48 KiB L1 (1024 columns, 52 KiB, do not); narrower tiles
+#: are also skipped more often by the band
 TILE = 512
 #: attacker rows scored against one tile of B before the next tile (more rows per tile:
-#: the release is re-streamed from memory less often; see benchmarks/README.md)
+#: the release is re-streamed from memory less often)
 CHUNK = 128
 _F32 = np.float32
 #: index type of the screened lists (files of up to 2³¹ − 1 records)
@@ -550,9 +549,8 @@ def _truncate(ptr, idx, x, y, yflat, out_i, out_s, nxt, dest):
     width of ``out_i`` (missing entries −1, +inf) and written to row ``dest[r]``; ``nxt`` =
     the first score cut off (+inf: none). Insertion into the row of ``out_i``/``out_s``
     itself: groups are about twice the width, so this costs less than sorting each group
-    (two argsorts and their temporaries per row took 0.28–0.34 s at 10⁵). Scoring here
-    instead of into an array first saves that array and its row index (page faults of
-    the finishing at 10⁵: 10.5k → 7k a call; benchmarks/README.md, "Prefetched bids")."""
+    (two argsorts and their temporaries per row). Scoring here instead of into an array
+    first saves that array and its row index (and their page faults)."""
     W = out_i.shape[1]
     m = x.shape[1]
     for r in nb.prange(ptr.shape[0] - 1):
@@ -649,8 +647,7 @@ REGISTER_KERNEL = True
 #: skips the tiles too far from a chunk of rows to hold a pair below a threshold
 BAND = True
 #: ... in classes of records by threshold (these quantiles): a chunk's or tile's largest
-#: threshold then stays near its class's, instead of the few widest records' (figures in
-#: benchmarks/README.md, "Band along the principal direction")
+#: threshold then stays near its class's, instead of the few widest records'
 BAND_CLASSES = (0.5, 0.75, 0.9, 0.97)
 
 

@@ -122,19 +122,17 @@ DEFAULT_K = 64
 DEFAULT_K_LIST = 64
 #: default degree and width of the float32-screened lists (large Euclidean problems): the
 #: threshold pass logs fewer entries and the certificate adds the few long edges the
-#: optimum needs (10⁵: 7.1–8.0 s at widths 16–26 against 9.1 s at 64; figures in
-#: benchmarks/README.md, "gdbrl per stage")
+#: optimum needs
 SCREEN_K = 24
 #: shortest list length the memory budget may impose
 MIN_K = 8
 #: after a repair round, solve afresh (auction start) rather than warm when more than this
 #: fraction of the rows was freed: the freed rows' augmenting paths then cost more than a
-#: fresh start (figures in benchmarks/README.md, "Repair rounds")
+#: fresh start
 RESTART_FREE = 0.0005
 #: ... and up to this fraction, settle the freed rows from the duals before the last
 #: flattening (SparseAssignment.rewarm: an auction of the freed rows, then short
-#: augmenting paths) instead of restarting from the last prices (figures in
-#: benchmarks/README.md, "Repair rounds")
+#: augmenting paths) instead of restarting from the last prices
 REWARM_FREE = 0.02
 #: after a fresh start, the columns whose v rose by more than this fraction of mean |u|
 #: are checked by column scans; the row bounds absorb smaller rises (they drop by the
@@ -144,8 +142,7 @@ RISE_EPS = 0.001
 #: there until the bounds are dropped) ...
 RISEN_MAX = 0.10
 #: ... unless the others rose by more than this fraction of mean |u|: then every suspect
-#: row is rescanned and the column scans stop (figures in benchmarks/README.md, "Bounds
-#: across fresh starts")
+#: row is rescanned and the column scans stop
 RISE_CAP = 0.02
 #: edges kept per row by a certificate scan ...
 SCAN_CAP = 8
@@ -153,10 +150,8 @@ SCAN_CAP = 8
 #: scan's arrays: 16 bytes an edge), at most SCAN_CAP_MAX a row (10⁶: the last 7 rounds
 #: each added the same row's next 8 edges). 2²¹ rather than 2¹⁶: at 10⁵ the first
 #: certificate scans 49,292 rows, which then keep up to 42 edges instead of 8, and the
-#: next round frees 7 rows instead of 77 (3 rounds instead of 4, solves and certificates
-#: 1.95 → 1.5 s); neutral at 3·10⁵ and 10⁶, where the first rounds scan too many rows
-#: for more than 8 (figures in benchmarks/README.md, "Vectorized bids, wider first
-#: repairs")
+#: next round frees 7 rows instead of 77; at 3·10⁵ and 10⁶ the first rounds scan too many
+#: rows for more than 8
 SCAN_EDGES = 2**21
 SCAN_CAP_MAX = 256
 #: a certificate scan of row i looks for c_ij − v_j below u_i − tol + SCAN_SLACK·|u_i|,
@@ -166,7 +161,7 @@ SCAN_SLACK = 0.02
 #: them on average (lengths vary with the sample; longer lists are cut to the width, see
 #: :func:`~.screened_knn.knn_thresholds`): most lists are then full (thinner graphs more often
 #: lack a perfect matching) and the samples that set the thresholds are smaller, for a
-#: few more hits in the pass (figures in benchmarks/README.md, "Threshold lists")
+#: few more hits in the pass
 LIST_MEAN = 2.0
 #: add a rank pairing along the first principal direction to the candidate graph
 #: (:func:`_spine`), so that it always has a perfect matching
@@ -717,7 +712,7 @@ def _repair_rounds(pw: Pairwise, sa: SparseAssignment, lists: _Lists, rep: _Repa
             # many rows freed: their shortest augmenting paths reach far through the
             # flattened duals (their tight edges span every row); from the duals before
             # flattening they stay short, and with very many a fresh auction start is
-            # cheaper (see the README of benchmarks/); both need the bounds carried over
+            # cheaper; both need the bounds carried over
             rep.v_ref = sa.v.copy()  # the v of the last certificate (add_edges lowers u only)
             if freed <= REWARM_FREE * n_r:
                 sa.rewarm()  # back to the duals before flattening: short augmenting paths
@@ -800,7 +795,7 @@ class _Lists:
         (then it is the whole problem). When k covers the whole lists, each direction's
         entries are freed as soon as they are copied (only the bounds are used again):
         the build's peak then holds the two halves and their union, not the lists too
-        (the peak of the whole solve at 3·10⁵ and 10⁶, benchmarks/README.md)."""
+        (this build is the peak of the whole solve at large n)."""
         n_r, whole = self.fi.shape[0], k >= self.K
         rows = _rows_csr(self.fi[:, :k], self.fc[:, :k], self.delta)
         if whole:

@@ -21,12 +21,10 @@ def scores32x2(a, b, xi, xj, nxi, nxj, nyt, yt, t0, w, kth_i, kth_j, btt):
     the list check.
     Returns, per row, whether some score is below its forward threshold (``kth_i``,
     ``kth_j``) or the column's backward threshold ``btt[q]``. (Flagging each block of SUB
-    columns here instead splits this loop and made the pass slower; see
-    benchmarks/README.md, "Threshold lists".) Two rows at once: each tile
+    columns here instead splits this loop, which is slower.) Two rows at once: each tile
     load of y serves both (an odd last row is passed twice). The loops run over slices:
     indexing ``yt[k, t0 + q]`` directly keeps LLVM from vectorizing; starting from the
-    norms and checking in the last pass saves two passes over the scores (figures in
-    benchmarks/README.md, "float32 k-NN pass")."""
+    norms and checking in the last pass saves two passes over the scores."""
     m = xi.shape[0]
     for q in range(w):
         a[q] = nyt[q] + nxi

@@ -3,14 +3,13 @@ as explicit LLVM vector code.
 
 The threshold pass scores every pair of a row chunk and a column block in float32 and logs
 the pairs below the row's or the column's threshold. The loop kernel of :mod:`.tiles32`
-keeps its partial sums in memory (four attributes per pass over a tile) and reaches
-6.3–6.9 G pairs/s on two threads here; LLVM does not keep a block of the release in
-registers when the same loop is written for it in numba (1.2–2.3 G pairs/s). Here the
-kernel is built as LLVM IR (a numba ``intrinsic``): one block of ``32`` columns of the
-release — ``M`` attributes × 2 vectors of 16 float32 — is loaded into registers once, and
-every row of a chunk is scored against it with ``M`` fused multiply-adds per vector,
-starting from ‖y‖² + ‖x‖² (rows come pre-scaled by −2): 13 G pairs/s at m = 13 on the
-same two threads (benchmarks/README.md, "Register-blocked pass"). Files with fewer
+keeps its partial sums in memory (four attributes per pass over a tile); LLVM does not
+keep a block of the release in registers when the same loop is written for it in numba.
+Here the kernel is built as LLVM IR (a numba ``intrinsic``): one block of ``32`` columns
+of the release — ``M`` attributes × 2 vectors of 16 float32 — is loaded into registers
+once, and every row of a chunk is scored against it with ``M`` fused multiply-adds per
+vector, starting from ‖y‖² + ‖x‖² (rows come pre-scaled by −2), with no load or store of
+partial sums. Files with fewer
 attributes are padded with zero attributes up to the kernel's ``M`` (a zero term adds
 nothing and no rounding), so three kernels (M = 8, 13, 16) cover m ≤ 16; wider files keep
 the loop kernel.

@@ -9,8 +9,7 @@ row id (``row_ids``), not by its position in a block.
 Only the nearest-set attacks run distributed (dbrl and its variants, Mahalanobis, kernel,
 rbrl_*, categorical/mixed distances). The global attack (gdbrl) solves one assignment
 problem over all records — its candidate graph and dual certificate live in one process —
-so it stays on one machine (10⁵ records in about a minute, 10⁶ takes far longer; see
-benchmarks/global_matching.py); prl and rsrl also run locally.
+so it stays on one machine; prl and rsrl also run locally.
 """
 
 from __future__ import annotations

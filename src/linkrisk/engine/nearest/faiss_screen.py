@@ -2,8 +2,7 @@
 
 faiss's flat index finds nearest neighbours with a float32 GEMM — an order of magnitude
 faster than any float64 scan — but float32 cannot decide ties or near-ties, and faiss is
-fast only for k = 1 (its k > 1 path keeps a heap per query and is far slower; figures in
-benchmarks/README.md). So:
+fast only for k = 1 (its k > 1 path keeps a heap per query and is far slower). So:
 
 1. B is cut into contiguous parts of ``PART`` rows; one k = 1 search per part gives each
    attacker record a the float32 minimum of every part: the overall best b₁ (in part s₁)
@@ -50,7 +49,7 @@ PART: int | None = None
 def part_rows(n_b: int) -> int:
     """Part size: 4096 rows, 8192 from 400,000 released records. Smaller parts make step 2
     cheaper (n·PART pairs, negligible next to n² at 10⁶) but faiss's k = 1 search slower
-    over many small indexes (measured costs in benchmarks/README.md, "faiss screen")."""
+    over many small indexes."""
     return PART if PART is not None else (8192 if n_b >= 400_000 else 4096)
 
 
@@ -74,7 +73,7 @@ def query_rows(faiss, rows: int, n_a: int) -> int:
     """Attacker rows per faiss search: at most ``rows`` (the memory budget's), about 20
     progress reports, but never fewer than faiss's BLAS threshold
     (``distance_compute_blas_threshold`` queries): smaller query blocks take faiss's
-    non-BLAS path, which is several times slower (benchmarks/README.md)."""
+    non-BLAS path, which is several times slower."""
     blas = int(faiss.cvar.distance_compute_blas_threshold)
     return min(rows, max(blas, -(-n_a // 20)))
 

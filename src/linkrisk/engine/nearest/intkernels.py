@@ -3,7 +3,7 @@
 Rank-based linkage (RBRL-Sum/Max, Nin, Herranz & Torra 2008) scores Σ_j |r_aj − s_bj| or
 max_j |r_aj − s_bj| on average ranks, which are multiples of ½; the Hamming distance of
 categorical linkage counts differing categories. In float64 the engine computes these
-exactly but slowly (each pair costs ~3 ns in the L1 kernel, an hour at 10⁶ × 10⁶). In
+exactly, but a vector register holds half as many float64 values as int32 ones. In
 int32 the same scores (doubled ranks; category codes) are exact too, and vector
 instructions handle 8 pairs at a time: subtract, absolute value, add (or max, or
 compare-and-count).
@@ -109,7 +109,7 @@ def _tile_int(acc, a, bt, t0, w, icode):
     for k in range(w):
         acc[k] = np.int32(0)
     # every step cast back to int32: numba widens integer arithmetic to int64, which halves
-    # the vector width (measured in benchmarks/README.md, "Integer kernels")
+    # the vector width
     for j in range(m):
         aj = a[j]
         row = bt[j, t0:t0 + w]

@@ -40,8 +40,8 @@ from .search import nearest_sets
 from .sets import DEFAULT_MEMORY_BUDGET, NearestSets
 
 #: most pattern pairs (A patterns × B patterns) searched, beyond which the attack is refused
-#: (each costs a search call, ~10 ms of overhead at 10⁴ records: 5 % of the cells missing
-#: in 5 attributes already gives ~400 pairs)
+#: (each costs a search call with its own set-up; 5 % of the cells missing in 5 attributes
+#: already gives ~400 pairs)
 MAX_PATTERN_PAIRS = 4096
 
 
