@@ -15,14 +15,71 @@ modules :mod:`linkrisk.fileio` and :mod:`linkrisk.errors`.
 
 from __future__ import annotations
 
-from typing import Any
+import os
+import sys
+from typing import TYPE_CHECKING, Any
 
-from . import datasets
 from ._version import __version__
-from .attacks import ATTACKS, AttackResult, AttackResults, LinkSettings, attack, resolve_methods
-from .data import parse_columns, parse_kinds
 from .errors import LinkriskError, LinkriskWarning
 from .options import check_seed, parse_params, parse_percent
+
+
+def numba_cache_dir(package_dir: str | None = None) -> str | None:
+    """Where numba caches linkrisk's compiled kernels when the package folder is read-only.
+
+    Parameters
+    ----------
+    package_dir : str, optional
+        The folder to check (default: this package's).
+
+    Returns
+    -------
+    str or None
+        None when ``NUMBA_CACHE_DIR`` is set or ``package_dir`` is writable (numba then
+        writes ``__pycache__`` beside the sources), else ``$XDG_CACHE_HOME/linkrisk/numba``
+        (``~/.cache/linkrisk/numba`` without ``XDG_CACHE_HOME``): the user cache directory
+        of an installed wheel, so that only its first run compiles (issue 43).
+    """
+    if os.environ.get("NUMBA_CACHE_DIR"):
+        return None
+    pkg = package_dir or os.path.dirname(os.path.abspath(__file__))
+    cache = os.path.join(pkg, "__pycache__")
+    if os.access(pkg, os.W_OK) and (not os.path.isdir(cache) or os.access(cache, os.W_OK)):
+        return None
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "linkrisk", "numba")
+
+
+def _set_numba_cache() -> None:
+    """Point numba's cache at :func:`numba_cache_dir` before any kernel is decorated (also
+    when numba was imported first)."""
+    where = numba_cache_dir()
+    if where is None:
+        return
+    os.environ["NUMBA_CACHE_DIR"] = where
+    if "numba" in sys.modules:
+        from numba.core import config
+
+        config.CACHE_DIR = where
+
+
+_set_numba_cache()  # before any module that decorates kernels is imported
+
+if TYPE_CHECKING:  # imported on first use (``_LAZY``): ``import linkrisk`` stays light
+    from . import catalog, datasets
+    from .attacks import (
+        ATTACKS,
+        AttackResult,
+        AttackResults,
+        LinkSettings,
+        attack,
+        resolve_methods,
+    )
+    from .data import parse_columns, parse_kinds
+    from .engine.budget import DEFAULT_MEMORY_BUDGET
+    from .experiments.choose import parse_method, sidecar_path
+    from .experiments.choose_report import require_matplotlib
+    from .measures import records_at_risk
 
 
 def mask(df, method, columns=None, seed=None, **params):
@@ -131,9 +188,74 @@ def choose(original, methods=None, **kw):
     return _choose(original, methods, **kw)
 
 
-#: public names defined in heavier modules, imported on first use
+def warmup(progress=None):
+    """Compile the numeric kernels of every attack, measure and masking method now, so
+    that no later run waits for numba (``linkrisk warmup``; issue 43).
+
+    Masks a small synthetic file (and a categorical version of it) with every masking
+    method and assesses a rank-swapped and a PRAM-ed release with every attack that
+    applies. Compiled kernels go to numba's cache (``__pycache__`` beside the sources,
+    ``$NUMBA_CACHE_DIR``, or :func:`numba_cache_dir` for a read-only install), so a second
+    warm-up only loads them. Results are discarded.
+
+    Parameters
+    ----------
+    progress : callable, optional
+        Called with the label of each step before it runs.
+
+    Returns
+    -------
+    list of (str, float)
+        Each step's label and seconds.
+    """
+    import time
+    import warnings
+
+    from .catalog import METHODS
+    from .datasets import synthetic
+
+    num = synthetic(400, 12, seed=0)
+    cat = num.rank(method="first").floordiv(80).astype(int).astype(str)
+    steps = []
+
+    def step(label, fn):
+        if progress is not None:
+            progress(label)
+        t = time.perf_counter()
+        try:
+            fn()
+        except LinkriskError:  # a method that does not apply to this file
+            pass
+        steps.append((label, time.perf_counter() - t))
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for name in METHODS:
+            for kind, df in (("numeric", num), ("categorical", cat)):
+                step(f"mask {name} ({kind})", lambda name=name, df=df: mask(df, name, seed=1))
+        swapped = mask(num, "rank_swap", seed=1, p=5)
+        step("assess rank_swap(p=5) (numeric attacks)",
+             lambda: assess(num, swapped, rank_swap_p=5, sensitive=["v12"]))
+        pram = mask(cat, "pram", seed=1)
+        step("assess pram (categorical attacks)", lambda: assess(cat, pram))
+    return steps
+
+
+#: public names defined in heavier modules, imported on first use: ``import linkrisk``
+#: (and ``linkrisk --help``) loads neither pandas nor numba nor the engine's kernels
+#: (issue 43; ``python benchmarks/coldstart.py``)
 _LAZY = {
+    "datasets": ("linkrisk.datasets", None),
     "catalog": ("linkrisk.catalog", None),
+    "ATTACKS": ("linkrisk.attacks", "ATTACKS"),
+    "AttackResult": ("linkrisk.attacks", "AttackResult"),
+    "AttackResults": ("linkrisk.attacks", "AttackResults"),
+    "LinkSettings": ("linkrisk.attacks", "LinkSettings"),
+    "attack": ("linkrisk.attacks", "attack"),
+    "resolve_methods": ("linkrisk.attacks", "resolve_methods"),
+    "parse_columns": ("linkrisk.data", "parse_columns"),
+    "parse_kinds": ("linkrisk.data", "parse_kinds"),
+    "DEFAULT_MEMORY_BUDGET": ("linkrisk.engine.budget", "DEFAULT_MEMORY_BUDGET"),
     "records_at_risk": ("linkrisk.measures", "records_at_risk"),
     "parse_method": ("linkrisk.experiments.choose", "parse_method"),
     "sidecar_path": ("linkrisk.experiments.choose", "sidecar_path"),
@@ -147,12 +269,18 @@ def __getattr__(name: str) -> Any:
 
         mod, attr = _LAZY[name]
         m = importlib.import_module(mod)
-        return m if attr is None else getattr(m, attr)
+        value = m if attr is None else getattr(m, attr)
+        globals()[name] = value  # later look-ups skip __getattr__
+        return value
     raise AttributeError(f"module 'linkrisk' has no attribute {name!r}")
 
 
-__all__ = ["ATTACKS", "AttackResult", "AttackResults", "LinkSettings", "LinkriskError",
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+__all__ = ["ATTACKS", "DEFAULT_MEMORY_BUDGET", "AttackResult", "AttackResults", "LinkSettings", "LinkriskError",
            "LinkriskWarning", "assess", "attack", "catalog", "check_seed", "choose", "datasets",
            "mask", "parse_columns", "parse_kinds", "parse_method", "parse_params",
            "parse_percent", "records_at_risk", "require_matplotlib", "resolve_methods",
-           "sidecar_path", "study", "__version__"]
+           "sidecar_path", "study", "numba_cache_dir", "warmup", "__version__"]

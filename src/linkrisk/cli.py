@@ -29,9 +29,8 @@ import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-import pandas as pd
 import typer
 from rich.console import Console
 from rich.markup import escape
@@ -39,19 +38,15 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, Ti
 from rich.table import Table
 
 import linkrisk
-from linkrisk import (
-    ATTACKS,
-    LinkSettings,
-    check_seed,
-    parse_columns,
-    parse_kinds,
-    parse_params,
-    parse_percent,
-    resolve_methods,
-)
-from linkrisk import datasets as ds
+from linkrisk import check_seed, parse_params, parse_percent
 from linkrisk.errors import LinkriskError, LinkriskWarning
-from linkrisk.fileio import atomic_write_text, check_output, input_label, read_inputs, write_table
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+# The heavy parts (pandas, file I/O, the attacks and their numba kernels) are imported by
+# the commands that use them, so that ``linkrisk --help`` and a command's option errors
+# answer at once (issue 43; ``python benchmarks/coldstart.py``).
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   rich_markup_mode=None,
@@ -131,8 +126,8 @@ def command_line() -> str:
 
 def merge_kinds(kinds: str | None, nominal: str | None) -> dict[str, str]:
     """``--kinds a=ordinal,b=numeric`` plus the ``--nominal c,d`` shorthand."""
-    k = parse_kinds(kinds)
-    for c in parse_columns(nominal) or []:
+    k = linkrisk.parse_kinds(kinds)
+    for c in linkrisk.parse_columns(nominal) or []:
         if k.get(c, "nominal") != "nominal":
             raise LinkriskError(f"{c!r} is given two kinds (--kinds {c}={k[c]} and --nominal)")
         k[c] = "nominal"
@@ -264,7 +259,7 @@ ROW_ORDER_HELP = ("trust that row i of the release is the masked row i of the or
                   "(skip the check)")
 #: --memory: the engine's default budget, resolved once for this machine (docs/methods.md,
 #: "Working memory")
-_BUDGET = LinkSettings().memory_budget
+_BUDGET = linkrisk.DEFAULT_MEMORY_BUDGET
 MEMORY_DEFAULT = f"{_BUDGET // 2**20}MiB" if _BUDGET % 2**20 == 0 else str(_BUDGET)
 MEMORY_HELP = ("engine working-memory budget, e.g. 2GiB (default: 1/8 of available memory "
                f"within 256 MiB–4 GiB, or $LINKRISK_MEMORY; here {_BUDGET / 2**30:.1f} GiB)")
@@ -297,11 +292,15 @@ def attack(
                                                        "(default: a local cluster)")] = None,
 ) -> None:
     """Link MASKED back to ORIGINAL and count correct links for each attack."""
-    settings = LinkSettings(qi=qi, ids=ids, kinds=merge_kinds(kinds, nominal),
+    import pandas as pd
+
+    from linkrisk.fileio import atomic_write_text, check_output, input_label, read_inputs
+
+    settings = linkrisk.LinkSettings(qi=qi, ids=ids, kinds=merge_kinds(kinds, nominal),
                             direction=direction, memory_budget=memory, seed=seed,
                             backend=backend, scheduler=scheduler,
                             assume_row_order=assume_row_order)
-    chosen = "all" if method.strip() == "all" else resolve_methods(method)
+    chosen = "all" if method.strip() == "all" else linkrisk.resolve_methods(method)
     params = parse_params(param)
     check_output(per_record, force, what="--per-record file")
     a, b = read_inputs(original, masked, text_columns=ids)
@@ -385,14 +384,16 @@ def assess_cmd(
     """Run every applicable attack and the risk/utility measures; print a verdict and write
     an HTML report (-o). With categorical QIs also the frequency and population risk of the
     release (k-anonymity, individual and household risk, SUDA2)."""
+    from linkrisk.fileio import atomic_write_text, check_output, input_label, read_inputs
+
     if method is not None and attacks is not None and method != attacks:
         raise LinkriskError("give the attacks once, with --method")
     chosen = method or attacks or "all"
     if chosen.strip() != "all":
-        resolve_methods(chosen)
+        linkrisk.resolve_methods(chosen)
     limit = None if max_risk is None else parse_percent(max_risk)
-    settings = LinkSettings(qi=qi, ids=ids, kinds=merge_kinds(kinds, nominal),
-                            memory_budget=memory, seed=seed,
+    settings = linkrisk.LinkSettings(qi=qi, ids=ids, kinds=merge_kinds(kinds, nominal),
+                                     memory_budget=memory, seed=seed,
                             assume_row_order=assume_row_order, screen_qi=True)
     check_output(output, force, what="report")
     sens = [c.strip() for c in sensitive.split(",") if c.strip()] if sensitive else None
@@ -521,9 +522,11 @@ def _assess_synthetic(original: str, release: str, holdout: str | None, qi: str 
                       as_json: bool, output: Path | None = None, force: bool = False) -> None:
     """``assess --synthetic``: the synthetic-data section and its verdict (and its HTML
     report with ``-o``)."""
+    from linkrisk.fileio import atomic_write_text, input_label, read_inputs
+
     specs = [original, release] + ([holdout] if holdout else [])
     frames = read_inputs(*specs)
-    res = linkrisk.assess(frames[0], frames[1], qi=parse_columns(qi), synthetic=True,
+    res = linkrisk.assess(frames[0], frames[1], qi=linkrisk.parse_columns(qi), synthetic=True,
                           holdout=frames[2] if holdout else None, sensitive=sens, seed=seed,
                           max_risk=limit)
     if output is not None:
@@ -645,6 +648,7 @@ def choose_cmd(
     """Sweep masking methods × parameters, draw the risk–utility map and recommend the
     release with the least information loss under a risk limit."""
     from linkrisk import parse_method, sidecar_path
+    from linkrisk.fileio import atomic_write_text, check_output
 
     grids = [parse_method(m) for m in method or []]  # grid errors before any work
     outs = [p for p in (output, png, csv, parquet, json_out, write_release) if p is not None]
@@ -762,6 +766,8 @@ def mask_cmd(
     force: Annotated[bool, typer.Option("--force", help="overwrite OUTPUT")] = False,
 ) -> None:
     """Mask INPUT with a protection method and write the release to OUTPUT."""
+    from linkrisk.fileio import check_output, read_inputs, write_table
+
     methods = linkrisk.catalog.METHODS
     if method not in methods:
         raise LinkriskError(f"unknown masking method {method!r}; choose from {', '.join(methods)}")
@@ -771,7 +777,7 @@ def mask_cmd(
     check_output(output, force, table=True, what="release")
     (df,) = read_inputs(input)
     with compile_notice():
-        res = linkrisk.mask(df, method, columns=parse_columns(columns), seed=seed, ids=ids,
+        res = linkrisk.mask(df, method, columns=linkrisk.parse_columns(columns), seed=seed, ids=ids,
                             **params)
     same = [c for c in res.columns if c in df.columns and _same(df[c], res[c])]
     if len(same) == res.shape[1]:
@@ -803,10 +809,10 @@ def demo(
                                                          "instead of the table")] = False,
 ) -> None:
     """Mask a built-in synthetic file a few ways and attack each release (no files needed)."""
-    settings = LinkSettings(seed=seed)
+    settings = linkrisk.LinkSettings(seed=seed)
     if n < 10 or m < 1:
         raise LinkriskError("the demo needs --n ≥ 10 records and --m ≥ 1 attributes")
-    orig = ds.synthetic(n, m, seed=settings.seed)
+    orig = linkrisk.datasets.synthetic(n, m, seed=settings.seed)
     releases = [("noise", {"a": 0.25}), ("noise", {"a": 1.0}), ("rank_swap", {"p": 5}),
                 ("microaggregation_ir", {"k": 5}), ("mdav", {"k": 3})]
     attacks = ["dbrl", "mahalanobis", "rbrl_sum", "rbrl_max"]
@@ -853,7 +859,7 @@ def methods(
     t = Table(title="attacks", title_justify="left", show_lines=True)
     for c in ("name", "kinds", "parameters (type = default)", "what"):
         t.add_column(c)
-    for spec in ATTACKS.values():
+    for spec in linkrisk.ATTACKS.values():
         kinds = ", ".join(spec.kinds) + ("" if spec.mixed else "\n(not mixed)")
         t.add_row(spec.name, kinds, params_cell(spec.params), escape(spec.summary))
     out.print(t)
@@ -874,6 +880,7 @@ def datasets(
 ) -> None:
     """List the reference datasets that ship with linkrisk: source, licence, size and the
     attributes the literature uses (docs/datasets.md)."""
+    ds = linkrisk.datasets
     d = ds.resolve_data_dir(data_dir)
     out.print("reference datasets: linkrisk.datasets.load(NAME); sources and licences in "
               "docs/datasets.md", highlight=False)
@@ -897,10 +904,25 @@ def datasets(
 
 def _found(name: str, d: Path) -> bool:
     try:
-        ds.locate(name, d)
+        linkrisk.datasets.locate(name, d)
     except LinkriskError:
         return False
     return True
+
+
+@app.command()
+def warmup() -> None:
+    """Compile the numeric kernels of every attack and masking method now (a few minutes,
+    once per install: later runs load them from numba's cache instead of compiling on
+    first use). Running it again only loads them."""
+    import os
+
+    t0 = time.perf_counter()
+    where = os.environ.get("NUMBA_CACHE_DIR") or "__pycache__ beside linkrisk's sources"
+    err.print(f"compiling into numba's cache ({escape(where)}) …", soft_wrap=True)
+    with compile_notice():
+        steps = linkrisk.warmup(progress=lambda label: err.print(escape(label), soft_wrap=True))
+    err.print(f"done: {len(steps)} steps in {time.perf_counter() - t0:.1f} s", soft_wrap=True)
 
 
 @app.command()
