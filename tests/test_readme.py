@@ -5,7 +5,7 @@ temporary folder (later commands use the files of earlier ones), with no LINKRIS
 no folder beside the repository. Left out (``NOT_RUN``, each with its reason): installing
 (.ci/run does it), the test suite itself, the full studies and benchmarks (minutes each;
 their commands and timings are in docs/studies and benchmarks/README.md), Dask clusters
-(tests/engine/test_distributed.py covers them), and any line the README marks ``# long`` or
+(tests/engine/nearest/test_distributed.py covers them), and any line the README marks ``# long`` or
 ``# your own file``.
 """
 
@@ -46,7 +46,7 @@ def skip_reason(kind: str, code: str, comment: str = "") -> str | None:
     if "tcp://" in code:
         return "needs a running remote Dask scheduler"
     if "--backend dask" in code:
-        return "starts a local Dask cluster (tests/engine/test_distributed.py covers it)"
+        return "starts a local Dask cluster (tests/engine/nearest/test_distributed.py covers it)"
     if kind == "bash" and code.startswith("linkrisk study") and "--quick" not in code:
         return "a full study takes minutes (docs/studies/README.md lists their timings)"
     if kind == "bash" and code.startswith("python benchmarks/"):

@@ -5,8 +5,7 @@ import pytest
 
 from linkrisk.errors import LinkriskError
 from linkrisk.masking import mask
-
-from .conftest import continuous
+from tests.conftest import continuous
 
 QI, CONF = ["v1", "v2", "v3"], ["v4", "v5"]
 

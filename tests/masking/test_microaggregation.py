@@ -6,8 +6,7 @@ import pytest
 
 from linkrisk.masking import mask, mdav_groups
 from linkrisk.masking.microaggregation import standardize
-
-from .conftest import continuous
+from tests.conftest import continuous
 
 
 @pytest.mark.parametrize("n,k", [(300, 3), (301, 4), (50, 50), (20, 1)])

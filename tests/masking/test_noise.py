@@ -4,8 +4,7 @@ import numpy as np
 import pandas as pd
 
 from linkrisk.masking import mask
-
-from .conftest import continuous
+from tests.conftest import continuous
 
 N = 20_000
 

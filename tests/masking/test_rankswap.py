@@ -5,8 +5,7 @@ import pytest
 
 from linkrisk.masking import mask
 from linkrisk.masking.rankswap import rank_permutation
-
-from .conftest import continuous
+from tests.conftest import continuous
 
 SWAPS = ["rank_swap", "rank_swap_pdist", "rank_swap_pbuckets"]
 
