@@ -939,7 +939,7 @@ def serve(
 ) -> None:
     """Start the web app on this machine and print its address (with its access token):
     assess, mask and choose from a browser; the data never leaves the machine."""
-    from linkrisk import app as web  # says which extra to install when it is missing
+    import linkrisk.app as web  # says which extra to install when it is missing
 
     web.require()
     web.serve(host, port, root=root, open_browser=not no_browser, max_jobs=jobs,
