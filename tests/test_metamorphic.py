@@ -32,7 +32,8 @@ import pandas as pd
 import pytest
 
 import linkrisk
-from linkrisk import cli, datasets
+from linkrisk import datasets
+from tests.test_cli_sweep import invoke
 
 #: cases per CI run (the issue asks for at least 500)
 N_CASES = 520
@@ -108,16 +109,6 @@ def base(name: str) -> Base:
 
 # ---------------------------------------------------------------------------------------
 # running the CLI
-
-
-def invoke(argv: list[str], capsys) -> tuple[int, str, str]:
-    try:
-        cli.main(argv)
-        code = 0
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    cap = capsys.readouterr()
-    return code, cap.out, cap.err
 
 
 def _assess_args(o: Path, r: Path, b: Base, extra: list[str], limit: float | None
