@@ -257,8 +257,10 @@ class _Search:
             raise _Budget
         self.left -= 1
         out = [c for c in self.ctx.qi if c not in key]
+        # a name that tells the sets apart (two greedy candidates of one size differ)
         name = (scenario_name(cols) if len(cols) <= 3 else
-                f"all but {out[0]}" if len(out) == 1 else f"{kind} {len(cols)} QIs")
+                f"all but {', '.join(map(str, out))}" if len(out) <= 4 else
+                f"{', '.join(map(str, cols[:3]))} + {len(cols) - 3} more")
         sc = Scenario(name, cols, kind)
         self.sets[key] = sc
         return self.run(sc, self.fast, keep_records)
