@@ -367,6 +367,9 @@ def test_cli_checks_matplotlib_before_the_sweep(tmp_path, monkeypatch):
                             "'linkrisk[report]'")
 
     monkeypatch.setattr(choose_report, "require_matplotlib", missing)
+    # the public name too: linkrisk resolves it lazily and keeps it once an earlier test
+    # used it
+    monkeypatch.setattr(linkrisk, "require_matplotlib", missing)
     monkeypatch.chdir(tmp_path)
     res = CliRunner().invoke(app, ["choose", "census", "-m", "noise:a=1", "-o", "c.html"])
     assert res.exit_code != 0 and "linkrisk[report]" in str(res.exception)
