@@ -91,14 +91,15 @@ def unchanged_in_release(a: pd.Series, b: pd.Series, truth: np.ndarray | None) -
     return share is not None and share == 1.0
 
 
-def share_identical(a: pd.Series, b: pd.Series, truth: np.ndarray | None) -> float | None:
-    """The share of true pairs (``truth``: row of B for each row of A, −1 = none) whose
-    released value equals the original value (missing = missing counts as equal); None
-    when no record is paired or the values cannot be compared."""
+def _paired_identical(a: pd.Series, b: pd.Series, truth: np.ndarray | None
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """(rows of A in a true pair, their original values, whether each released value
+    equals it — missing = missing counts as equal), or None when no record is paired or
+    the values cannot be compared."""
     if truth is None:
         return None
-    ok = truth >= 0
-    if not ok.any():
+    ok = np.flatnonzero(truth >= 0)
+    if not ok.size:
         return None
     va = a.to_numpy()[ok]
     vb = b.to_numpy()[truth[ok]]
@@ -106,7 +107,15 @@ def share_identical(a: pd.Series, b: pd.Series, truth: np.ndarray | None) -> flo
         same = np.asarray((va == vb) | (pd.isna(va) & pd.isna(vb)), dtype=bool)
     except (TypeError, ValueError):
         return None
-    return float(same.mean())
+    return ok, va, same
+
+
+def share_identical(a: pd.Series, b: pd.Series, truth: np.ndarray | None) -> float | None:
+    """The share of true pairs (``truth``: row of B for each row of A, −1 = none) whose
+    released value equals the original value (missing = missing counts as equal); None
+    when no record is paired or the values cannot be compared."""
+    paired = _paired_identical(a, b, truth)
+    return None if paired is None else float(paired[2].mean())
 
 
 #: a QI whose released values equal the original ones for at least this share of the true
@@ -124,23 +133,22 @@ def unchanged_qis(original: pd.DataFrame, masked: pd.DataFrame, qi: Sequence[str
     that one value finds the record). Such a QI is the most dangerous one, not one to
     leave out (docs/methods.md, "Truth check and default QIs")."""
     out: dict[str, dict[str, float | int]] = {}
-    if truth is None:
-        return out
-    ok = np.flatnonzero(truth >= 0)
     for c in qi:
-        share = share_identical(original[c], masked[c], truth)
-        if share is None or share < UNCHANGED_SHARE:
-            continue
         a, b = original[c], masked[c]
+        paired = _paired_identical(a, b, truth)
+        if paired is None or paired[2].mean() < UNCHANGED_SHARE:
+            continue
+        ok, va, same = paired
         try:
             ca = a.map(a.value_counts(dropna=True)).to_numpy()
             cb = b.map(b.value_counts(dropna=True)).to_numpy()
-            va, vb = a.to_numpy()[ok], b.to_numpy()[truth[ok]]
-            same = np.asarray(va == vb, dtype=bool) & ~np.asarray(pd.isna(va), dtype=bool)
-            uniq = same & (ca[ok] == 1) & (cb[truth[ok]] == 1)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError):  # values that cannot be counted
             continue
-        out[c] = {"share_identical": round(share, 6), "unique_records": int(uniq.sum())}
+        # an exact match on a present value, unique in both files
+        uniq = same & ~np.asarray(pd.isna(va), dtype=bool) & (ca[ok] == 1) & (
+            cb[truth[ok]] == 1)
+        out[c] = {"share_identical": round(float(same.mean()), 6),
+                  "unique_records": int(uniq.sum())}
     return out
 
 
@@ -272,6 +280,14 @@ def category_key(v: object) -> str:
         return re.sub(r"\s+", " ", t).casefold()
 
 
+def _values_by_key(keys: Mapping[object, str]) -> dict[str, list]:
+    """key → the values that have it (the inverse of ``{value: category_key(value)}``)."""
+    out: dict[str, list] = {}
+    for v, k in keys.items():
+        out.setdefault(k, []).append(v)
+    return out
+
+
 def normalise_categories(a: pd.DataFrame, b: pd.DataFrame, cols: Sequence[str],
                          kinds: Mapping[str, str], notes: list[str] | None = None
                          ) -> list[str]:
@@ -293,12 +309,7 @@ def normalise_categories(a: pd.DataFrame, b: pd.DataFrame, cols: Sequence[str],
             continue
         ka = {x: category_key(x) for x in va}
         kb = {y: category_key(y) for y in vb}
-        by_a: dict[str, list] = {}
-        for x, k in ka.items():
-            by_a.setdefault(k, []).append(x)
-        by_b: dict[str, list] = {}
-        for y, k in kb.items():
-            by_b.setdefault(k, []).append(y)
+        by_a, by_b = _values_by_key(ka), _values_by_key(kb)
         pairs = sorted({(str(x), str(y)) for x in va - vb for y in by_b.get(ka[x], ())}
                        | {(str(x), str(y)) for y in vb - va for x in by_a.get(kb[y], ())})
         if not pairs:
