@@ -14,6 +14,7 @@ import socket
 import sys
 import webbrowser
 from pathlib import Path
+from typing import Any
 
 from linkrisk.errors import LinkriskError
 from linkrisk.options import parse_size
@@ -60,6 +61,26 @@ def serve(host: str = "127.0.0.1", port: int = 0, *, token: str | None = None,
                  warm=warm, **kw)
     if not cfg.loopback and token == "":
         raise LinkriskError("a server reachable from other machines needs its token")
+    sock = _listen(host, port)
+    cfg.port = sock.getsockname()[1]
+    app, state = create_app(cfg)
+    state.port = cfg.port
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    url = address(cfg, cfg.port)
+    state.jobs.start()
+    _announce(url, state, cfg, out)
+    if open_browser:
+        try:
+            webbrowser.open(url)
+        except Exception:  # no browser is not an error
+            pass
+    server = uvicorn.Server(uvicorn.Config(app, log_level=log_level, access_log=False,
+                                           lifespan="off", timeout_graceful_shutdown=2))
+    _run_until_stopped(server, sock, state, out)
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """A listening socket on ``host:port`` (port 0: a free one), or one error line."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -68,12 +89,11 @@ def serve(host: str = "127.0.0.1", port: int = 0, *, token: str | None = None,
     except OSError as exc:
         raise LinkriskError(f"cannot listen on {host}:{port}: {exc.strerror}") from exc
     sock.listen(128)
-    cfg.port = sock.getsockname()[1]
-    app, state = create_app(cfg)
-    state.port = cfg.port
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
-    url = address(cfg, cfg.port)
-    state.jobs.start()
+    return sock
+
+
+def _announce(url: str, state: Any, cfg: Any, out: Any) -> None:
+    """The lines printed at start: the tokened address, where files live, how to stop."""
     print(f"linkrisk web app: {url}", file=out, flush=True)
     print(f"uploads and results: {state.dir} (private, deleted when the server stops)",
           file=out, flush=True)
@@ -82,13 +102,11 @@ def serve(host: str = "127.0.0.1", port: int = 0, *, token: str | None = None,
               "by path is " + (f"limited to {cfg.root}" if cfg.root else "off (--root DIR)"),
               file=out, flush=True)
     print("stop with Ctrl-C", file=out, flush=True)
-    if open_browser:
-        try:
-            webbrowser.open(url)
-        except Exception:  # no browser is not an error
-            pass
-    server = uvicorn.Server(uvicorn.Config(app, log_level=log_level, access_log=False,
-                                           lifespan="off", timeout_graceful_shutdown=2))
+
+
+def _run_until_stopped(server: Any, sock: socket.socket, state: Any, out: Any) -> None:
+    """Serve on ``sock`` until SIGINT/SIGTERM, then delete the uploads and results (also
+    at interpreter exit, whichever comes first)."""
     closed = []
 
     def close() -> None:

@@ -163,9 +163,27 @@ def study(
     if replications is not None and int(replications) < 1:
         raise LinkriskError("replications must be at least 1")
     out = Path(out_dir or f"study-{st.name}{'-quick' if quick else ''}")
-    meta_path = out / "study.json"
     meta = {"name": st.name, "source": st.source, "quick": quick, "seed": st.seed,
             "replications": int(replications or st.replications)}
+    meta_path = _claim_folder(out, meta, force)
+    tasks = expand(st, None if data_dir is None else str(data_dir), replications)
+    # mark the folder first: a run that stops half-way (Ctrl-C, a failing cell) resumes
+    atomic_write_text(meta_path, json.dumps(meta, indent=2), force=True)
+    rows, cached = run_tasks(tasks, out / "cache", processes or default_processes(), progress)
+    summary = summarize(rows)
+    if st.published:
+        from .published import attach_published
+
+        # a sampled dataset (quick runs) is not the published file: no comparison there
+        summary = attach_published(summary, skip={d.label for d in st.datasets if d.sample})
+    files = [meta_path, *_write_results(out, st, rows, summary)]
+    return StudyResult(st, rows, summary, files, cached, len(tasks))
+
+
+def _claim_folder(out: Path, meta: dict[str, Any], force: bool) -> Path:
+    """Check that the study may write to ``out`` (empty, or holding this very study, or
+    ``force``), create it and return the path of its ``study.json``."""
+    meta_path = out / "study.json"
     if meta_path.exists() and not force:
         old = json.loads(meta_path.read_text())
         if {k: old.get(k) for k in ("name", "quick")} != {k: meta[k] for k in ("name", "quick")}:
@@ -183,18 +201,14 @@ def study(
     except OSError as exc:
         raise LinkriskError(f"cannot create the study's folder {out}: {exc.strerror or exc}; "
                             "pass --output DIR (out_dir=) in a writable place") from exc
-    tasks = expand(st, None if data_dir is None else str(data_dir), replications)
-    # mark the folder first: a run that stops half-way (Ctrl-C, a failing cell) resumes
-    atomic_write_text(meta_path, json.dumps(meta, indent=2), force=True)
-    rows, cached = run_tasks(tasks, out / "cache", processes or default_processes(), progress)
-    summary = summarize(rows)
-    if st.published:
-        from .published import attach_published
+    return meta_path
 
-        # a sampled dataset (quick runs) is not the published file: no comparison there
-        summary = attach_published(summary, skip={d.label for d in st.datasets if d.sample})
-    files = [meta_path,
-             atomic_write_text(out / "results.csv", rows.to_csv(index=False), force=True),
+
+def _write_results(out: Path, st: Study, rows: pd.DataFrame, summary: pd.DataFrame
+                   ) -> list[Path]:
+    """Write the tables, the Markdown summary, the plot and the HTML page; the files
+    written."""
+    files = [atomic_write_text(out / "results.csv", rows.to_csv(index=False), force=True),
              atomic_write_text(out / "summary.csv", summary.to_csv(index=False), force=True)]
     try:
         summary.assign(value=summary["value"].astype(str)).to_parquet(out / "summary.parquet")
@@ -208,7 +222,7 @@ def study(
         files.append(png)
     files.append(atomic_write_text(out / "index.html", _html(st, summary, png is not None),
                                    force=True))
-    return StudyResult(st, rows, summary, files, cached, len(tasks))
+    return files
 
 
 def _html(st: Study, summary: pd.DataFrame, has_plot: bool) -> str:

@@ -156,6 +156,8 @@ def _attack(entry: Any, where: str) -> AttackSpec:
 
 
 def _validate(d: dict[str, Any], source: str, quick: Mapping[str, Any]) -> Study:
+    """Check a parsed study mapping and build its :class:`Study` (one error per mistake,
+    naming ``source``); ``quick`` is the config's ``[quick]`` reduction (empty if unused)."""
     name = str(d.get("name") or Path(source).stem)
     known = {"name", "description", "seed", "replications", "datasets", "masking", "attacks",
              "known_attributes", "measures", "max_values", "published"}
@@ -163,58 +165,15 @@ def _validate(d: dict[str, Any], source: str, quick: Mapping[str, Any]) -> Study
     if extra:
         raise LinkriskError(f"{source}: unknown setting {sorted(extra)[0]!r}; "
                             f"use {', '.join(sorted(known))}")
-    datasets = []
-    for i, e in enumerate(_list(d.get("datasets"), "datasets")):
-        e = {"name": e} if isinstance(e, str) else dict(e)
-        if "name" not in e:
-            raise LinkriskError(f"{source}: datasets[{i}] needs a name")
-        if e["name"] not in REFERENCE and not Path(str(e["name"])).suffix:
-            raise LinkriskError(f"{source}: unknown dataset {e['name']!r}; use a reference "
-                                f"name ({', '.join(REFERENCE)}) or a CSV/Parquet path")
-        datasets.append(DatasetSpec(str(e["name"]), str(e.get("label", e["name"])),
-                                    e.get("qi"), e.get("columns"), dict(e.get("params", {})),
-                                    bool(e.get("ordered", False)), e.get("sample"),
-                                    bool(e.get("distinct", False))))
+    datasets = [_dataset(e, i, source) for i, e in enumerate(_list(d.get("datasets"),
+                                                                   "datasets"))]
     if not datasets:
         raise LinkriskError(f"{source}: the study names no datasets")
     labels = {ds.label for ds in datasets}
     attacks = [_attack(a, f"{source}: attacks") for a in _list(d.get("attacks"), "attacks")]
     max_values = quick.get("max_values", d.get("max_values"))
-    masking = []
-    for i, e in enumerate(_list(d.get("masking"), "masking")):
-        where = f"{source}: masking[{i}]"
-        if not isinstance(e, Mapping) or "method" not in e:
-            raise LinkriskError(f"{where} needs a method")
-        method = e["method"]
-        if method not in METHODS:
-            raise LinkriskError(f"{where}: unknown masking method {method!r}; choose from "
-                                f"{', '.join(METHODS)}")
-        allowed = set(METHODS[method].params)
-        param = e.get("param")
-        fixed = dict(e.get("fixed", {}))
-        for p in ([param] if param else []) + list(fixed):
-            if p not in allowed:
-                raise LinkriskError(f"{where}: {method} has no parameter {p!r}; it takes "
-                                    f"{', '.join(sorted(allowed))}")
-        values = _list(e.get("values"), f"{where}.values")
-        by_ds = {k: _list(v, f"{where}.values_by_dataset.{k}")
-                 for k, v in dict(e.get("values_by_dataset", {})).items()}
-        if param and not values and not by_ds:
-            raise LinkriskError(f"{where}: give values for the swept parameter {param!r}")
-        if max_values:
-            values = _thin(values, int(max_values))
-            by_ds = {k: _thin(v, int(max_values)) for k, v in by_ds.items()}
-        only = e.get("datasets")
-        if only is not None:
-            missing = [x for x in only if x not in labels]
-            if missing:
-                raise LinkriskError(f"{where}: dataset {missing[0]!r} is not in the study")
-        own = e.get("attacks")
-        masking.append(MaskingSpec(
-            method, param, values if param else [None], by_ds, fixed, only,
-            [_attack(a, where) for a in own] if own is not None else None,
-            str(e.get("label", method)),
-            None if quick or e.get("replications") is None else int(e["replications"])))
+    masking = [_masking(e, f"{source}: masking[{i}]", labels, max_values, bool(quick))
+               for i, e in enumerate(_list(d.get("masking"), "masking"))]
     if not masking:
         raise LinkriskError(f"{source}: the study has no masking methods")
     if not attacks and any(m.attacks is None for m in masking):
@@ -233,6 +192,58 @@ def _validate(d: dict[str, Any], source: str, quick: Mapping[str, Any]) -> Study
         raise LinkriskError(f"{source}: replications must be at least 1")
     return Study(name, str(d.get("description", "")), int(d.get("seed", 0)), reps, datasets,
                  masking, attacks, known_attrs, measures, source, bool(d.get("published")))
+
+
+def _dataset(e: Any, i: int, source: str) -> DatasetSpec:
+    """One entry of ``datasets``: a name, or a table with a name and its options."""
+    e = {"name": e} if isinstance(e, str) else dict(e)
+    if "name" not in e:
+        raise LinkriskError(f"{source}: datasets[{i}] needs a name")
+    if e["name"] not in REFERENCE and not Path(str(e["name"])).suffix:
+        raise LinkriskError(f"{source}: unknown dataset {e['name']!r}; use a reference "
+                            f"name ({', '.join(REFERENCE)}) or a CSV/Parquet path")
+    return DatasetSpec(str(e["name"]), str(e.get("label", e["name"])),
+                       e.get("qi"), e.get("columns"), dict(e.get("params", {})),
+                       bool(e.get("ordered", False)), e.get("sample"),
+                       bool(e.get("distinct", False)))
+
+
+def _masking(e: Any, where: str, labels: set[str], max_values: Any, quick: bool
+             ) -> MaskingSpec:
+    """One entry of ``masking``: the method, its swept and fixed parameters (values thinned
+    to ``max_values``), the datasets and attacks it is limited to."""
+    if not isinstance(e, Mapping) or "method" not in e:
+        raise LinkriskError(f"{where} needs a method")
+    method = e["method"]
+    if method not in METHODS:
+        raise LinkriskError(f"{where}: unknown masking method {method!r}; choose from "
+                            f"{', '.join(METHODS)}")
+    allowed = set(METHODS[method].params)
+    param = e.get("param")
+    fixed = dict(e.get("fixed", {}))
+    for p in ([param] if param else []) + list(fixed):
+        if p not in allowed:
+            raise LinkriskError(f"{where}: {method} has no parameter {p!r}; it takes "
+                                f"{', '.join(sorted(allowed))}")
+    values = _list(e.get("values"), f"{where}.values")
+    by_ds = {k: _list(v, f"{where}.values_by_dataset.{k}")
+             for k, v in dict(e.get("values_by_dataset", {})).items()}
+    if param and not values and not by_ds:
+        raise LinkriskError(f"{where}: give values for the swept parameter {param!r}")
+    if max_values:
+        values = _thin(values, int(max_values))
+        by_ds = {k: _thin(v, int(max_values)) for k, v in by_ds.items()}
+    only = e.get("datasets")
+    if only is not None:
+        missing = [x for x in only if x not in labels]
+        if missing:
+            raise LinkriskError(f"{where}: dataset {missing[0]!r} is not in the study")
+    own = e.get("attacks")
+    return MaskingSpec(
+        method, param, values if param else [None], by_ds, fixed, only,
+        [_attack(a, where) for a in own] if own is not None else None,
+        str(e.get("label", method)),
+        None if quick or e.get("replications") is None else int(e["replications"]))
 
 
 def _thin(values: list, k: int) -> list:
