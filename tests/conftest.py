@@ -8,6 +8,10 @@ import pytest
 # beside the repository. An exported LINKRISK_DATA would silently replace them, so it is
 # ignored here; tests of the override set it themselves.
 os.environ.pop("LINKRISK_DATA", None)
+# pytest-xdist's workers export COLUMNS=80, and a rich Console fixes its width from COLUMNS
+# when it is created (at the import of linkrisk.cli): tests that pass their own COLUMNS to a
+# CliRunner would then get 80 columns or not depending on the worker. Tests set it themselves.
+os.environ.pop("COLUMNS", None)
 
 
 @pytest.fixture(scope="session")
