@@ -213,6 +213,7 @@ def warmup(progress=None):
 
     from .catalog import METHODS
     from .datasets import synthetic
+    from .engine.nearest import small
 
     num = synthetic(400, 12, seed=0)
     cat = num.rank(method="first").floordiv(80).astype(int).astype(str)
@@ -228,7 +229,8 @@ def warmup(progress=None):
             pass
         steps.append((label, time.perf_counter() - t))
 
-    with warnings.catch_warnings():
+    # small problems take the kernels too here (engine/nearest/small.py): compile them
+    with warnings.catch_warnings(), small.mode("off"):
         warnings.simplefilter("ignore")
         for name in METHODS:
             for kind, df in (("numeric", num), ("categorical", cat)):

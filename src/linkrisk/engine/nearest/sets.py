@@ -3,6 +3,7 @@ the tie rule of :mod:`.rules` (see ``docs/methods.md``)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -12,6 +13,7 @@ from .hamming import count_dtype, hamming_tile, nearest_block_hamming
 from .intkernels import I_HAMMING, integer_form, rank_kernel
 from .kernels import Pairwise, nearest_block, recount_rows
 from .rules import Progress, tie_threshold_np, tile_width
+from .small import is_usable_for, small_sets
 
 __all__ = ["DEFAULT_MEMORY_BUDGET", "NearestSets", "exact_sets", "plan_blocks"]
 
@@ -49,18 +51,21 @@ def exact_sets(pw: Pairwise, truth: np.ndarray, rid: np.ndarray, *, rtol: float,
     """The fused exact kernel over all of B for every row of ``a`` (blocked for progress).
     Whole-number scores (rank distances, Hamming) go through the integer kernels of
     :mod:`.intkernels` (rank distances through its int16 screen with exact rescoring)
-    unless ``integer`` is False; the results are identical."""
+    unless ``integer`` is False; the results are identical. Small problems
+    (:func:`.small.is_usable_for`) are scored with numpy instead (:mod:`.small`): the
+    same results without compiling a kernel."""
     a, b = pw.x, pw.y
     n_a, m = a.shape
     form = integer_form(a, b, pw.code, pw.tables) if integer else None
+    kern = _kernel(form, rtol)
+    if is_usable_for(pw, kern):
+        out_min, out_count, out_ts, out_link = small_sets(pw, truth, rid, rtol=rtol, seed=seed,
+                                                          cap=cap, progress=progress)
+        return _sets(out_min, out_count, out_ts, out_link, truth, rtol)
     # the float kernel's attribute-major copy of B (the integer form has its own)
     bt = np.ascontiguousarray(b.T) if form is None else None
     ai, bti, icode, scale = form if form is not None else (None, None, 0, 1)
     rows, tile = plan_blocks(n_a, b.shape[0], m, memory_budget, cap)
-    if form is not None and icode != I_HAMMING:
-        # rank scores: the row-blocked kernel, through the int16 screen when it applies (the
-        # same results as nearest_block_int); Hamming scores go to the narrow-code kernel
-        kern = rank_kernel(ai, bti, icode, rtol)
     chunk = 16
     out_min = np.empty(n_a)
     out_count = np.empty(n_a, np.int64)
@@ -96,5 +101,26 @@ def exact_sets(pw: Pairwise, truth: np.ndarray, rid: np.ndarray, *, rtol: float,
                      pw.kyy, *pw.tabs, thr[over], seed, tile, cnt, lnk)
         out_count[over] = cnt
         out_link[over] = lnk
+    return _sets(out_min, out_count, out_ts, out_link, truth, rtol, thr)
+
+
+def _kernel(form: tuple | None, rtol: float) -> Callable:
+    """The kernel the exact path runs on a problem of integer form ``form`` (whether it is
+    compiled decides :func:`.small.is_usable_for`): rank scores go to the row-blocked
+    kernel, through the int16 screen when it applies (the same results as
+    nearest_block_int), Hamming scores to the narrow-code kernel."""
+    if form is None:
+        return nearest_block
+    ai, bti, icode, _ = form
+    return nearest_block_hamming if icode == I_HAMMING else rank_kernel(ai, bti, icode, rtol)
+
+
+def _sets(out_min: np.ndarray, out_count: np.ndarray, out_ts: np.ndarray,
+          out_link: np.ndarray, truth: np.ndarray, rtol: float,
+          thr: np.ndarray | None = None) -> NearestSets:
+    """The :class:`NearestSets` of a search's outputs: the true image is in C(a) when its
+    score is within the tie threshold of the minimum."""
+    if thr is None:
+        thr = tie_threshold_np(out_min, rtol)
     true_in = (truth >= 0) & (out_ts <= thr)
     return NearestSets(out_min, out_count, true_in, out_ts, out_link)
