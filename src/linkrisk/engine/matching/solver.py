@@ -107,7 +107,8 @@ from .assignment import (
     merge_into,
     to_csr,
 )
-from .knn import dense_costs, knn, pair_costs, scan_gated, within_graph
+from .dense import dense_costs
+from .knn import knn, pair_costs, scan_gated, within_graph
 from .screened_knn import applicable as screen_applicable
 from .screened_knn import knn_thresholds
 
