@@ -350,11 +350,11 @@ def test_cli_coded_categories_json_flag_and_warnings_once(tmp_path, monkeypatch,
     assert len(warned) == 1 and warned[0].startswith("warning: "), cap.err
     assert "LinkriskWarning" not in cap.err and "Traceback" not in cap.err
     # the default grid of coded columns is the categorical one (no noise, no rank swap)
-    from linkrisk.experiments.choose import _coded_as_categories, data_kind
+    from linkrisk.experiments.choose import coded_as_categories, data_kind
 
     df = pd.read_csv("codes.csv")
     with pytest.warns(linkrisk.LinkriskWarning, match="coded categories"):
-        assert data_kind(_coded_as_categories(df, list(df.columns)), list(df.columns)) \
+        assert data_kind(coded_as_categories(df, list(df.columns)), list(df.columns)) \
             == "categorical"
 
 
@@ -413,9 +413,9 @@ def test_near_tie_rule_on_a_hand_made_table():
 
 
 def test_working_copy_depends_on_category_order():
-    from linkrisk.experiments.choose import _frame_hash
+    from linkrisk.experiments.choose import frame_hash
 
     df = pd.DataFrame({"a": pd.Categorical(["x", "y", "x"])})
     ordered = df.apply(lambda s: s.cat.as_ordered())
     reordered = df.apply(lambda s: s.cat.reorder_categories(["y", "x"]))
-    assert len({_frame_hash(df), _frame_hash(ordered), _frame_hash(reordered)}) == 3
+    assert len({frame_hash(df), frame_hash(ordered), frame_hash(reordered)}) == 3
