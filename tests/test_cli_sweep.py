@@ -347,7 +347,7 @@ def test_ctrl_c_during_a_long_attack(tmp_path):
     big.to_parquet(tmp_path / "o.parquet", index=False)
     _rel(big).to_parquet(tmp_path / "m.parquet", index=False)
     out = tmp_path / "per.csv"
-    env = {**os.environ, "PYTHONPATH": str(Path(cli.__file__).parents[1])}
+    env = {**os.environ, "PYTHONPATH": str(Path(cli.__file__).parents[2])}
     p = subprocess.Popen([sys.executable, "-m", "linkrisk.cli", "attack",
                           str(tmp_path / "o.parquet"), str(tmp_path / "m.parquet"),
                           "-m", "gdbrl,kernel,rbrl_sum", "--memory", "4MiB", "--per-record", str(out)],

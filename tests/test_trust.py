@@ -350,7 +350,7 @@ def test_progress_lines_without_a_terminal(pair, tmp_path, capsys, monkeypatch):
     orig, rel = pair
     orig.to_csv(tmp_path / "o.csv", index=False)
     rel.to_csv(tmp_path / "m.csv", index=False)
-    monkeypatch.setattr(cli, "PLAIN_EVERY", 0.0)
+    monkeypatch.setattr(cli.console, "PLAIN_EVERY", 0.0)
     code, _, err = run(["attack", tmp_path / "o.csv", tmp_path / "m.csv", "-m", "prl"], capsys)
     assert code == 0
     assert re.search(r"^prl: [\d,]+/500 records \(\d+ %\), \d+ s$", err, flags=re.M)
