@@ -203,8 +203,7 @@ def test_band_skips_tiles_and_leaves_the_lists_unchanged(monkeypatch, ties):
     above every threshold); both are checked against brute force."""
     from linkrisk.engine.matching import screened_knn
 
-    monkeypatch.setattr(screened_knn, "TILE", 64)
-    monkeypatch.setattr(screened_knn, "CHUNK", 16)
+    monkeypatch.setenv("LINKRISK_TUNING", "tile=64,chunk=16")
     if ties:  # repeated records and equal distances
         x, y = _elongated(700, 650, 5, 2)
         x, y = np.round(x), np.round(y)
@@ -315,7 +314,7 @@ def test_register_kernel_gives_the_loop_kernels_lists(monkeypatch, m, ties, tile
     against brute force too."""
     from linkrisk.engine.matching import screened_knn
 
-    monkeypatch.setattr(screened_knn, "TILE", tile)
+    monkeypatch.setenv("LINKRISK_TUNING", f"tile={tile}")
     x, y = _pair(1300, 1100, m, m, ties)
     pw = Pairwise.build(x, y, "sqeuclidean", root=True)
     on = screened_knn.knn_thresholds(pw, 12)

@@ -24,6 +24,7 @@ import numba as nb
 import numpy as np
 
 from ...errors import LinkriskError
+from .. import tuning
 from ..nearest.faiss_screen import error_constant
 from ..nearest.kernels import SQEUCLIDEAN, Pairwise, tile_scores
 from ..nearest.rules import Progress
@@ -118,63 +119,92 @@ def row_blocks(n: int, parts: int = 32) -> int:
 
 
 # ---------------------------------------------------------------------------------------
-# fused forward + backward k-NN
+# fused forward + backward k-NN (the float32 pass of :mod:`.screened_knn` shares the
+# helpers below: only the scoring of a tile differs)
 # ---------------------------------------------------------------------------------------
+#: columns per sub-block searched for list entries in a tile with a hit
+OFFER_SUB = 64
+
+
+@nb.njit(inline="always")
+def thread_rows(lo, hi, t, T):
+    """Thread t's share of rows lo..hi (T equal slices, in order)."""
+    n = hi - lo
+    return lo + (n * t) // T, lo + (n * (t + 1)) // T
+
+
+@nb.njit(inline="always")
+def reset_lists(fi, fs, nr):
+    """Empty the first ``nr`` forward lists of a chunk (index −1, score +inf)."""
+    for r in range(nr):
+        for q in range(fi.shape[1]):
+            fi[r, q] = -1
+            fs[r, q] = np.inf
+
+
+@nb.njit(inline="always")
+def store_lists(fi, fs, f_idx, f_sc, c0, nr):
+    """Copy a chunk's ``nr`` forward lists to rows c0.. of the outputs."""
+    for r in range(nr):
+        for q in range(fi.shape[1]):
+            f_idx[c0 + r, q] = fi[r, q]
+            f_sc[c0 + r, q] = fs[r, q]
+
+
+@nb.njit(inline="always")
+def offer(a, i, t0, w, fsr, fir, bs, bi, bth):
+    """Offer row i's scores ``a`` against the tile of columns t0..t0 + w to i's forward
+    list (``fsr``, ``fir``) and the columns' backward lists (``bs``, ``bi``, thresholds
+    ``bth``: their last scores, −inf when there are none). Hits are sparse: they are found
+    OFFER_SUB columns at a time, and each column's list meets its rows in order."""
+    k = fsr.shape[0]
+    kb = bs.shape[1]
+    kth = fsr[k - 1]
+    btt = bth[t0:t0 + w]
+    for q0 in range(0, w, OFFER_SUB):
+        q1 = min(q0 + OFFER_SUB, w)
+        sub = False
+        for q in range(q0, q1):
+            sub |= (a[q] < kth) | (a[q] < btt[q])
+        if not sub:
+            continue
+        for q in range(q0, q1):
+            s = a[q]
+            if s < kth:
+                insert_sorted(fsr, fir, s, t0 + q)
+                kth = fsr[k - 1]
+            j = t0 + q
+            if kb > 0 and s < bth[j]:
+                insert_sorted(bs[j], bi[j], s, i)
+                bth[j] = bs[j, kb - 1]
+
+
 @nb.njit(parallel=True, cache=True)
-def _knn_pass(x, lo, hi, yt, metric, degree, kxx, kyy, tflat, toff, tsize, tile, chunk,
-              f_idx, f_sc, b_idx, b_sc, b_thr):
-    """Rows lo..hi of x against all of y. Forward lists f_* (n_x × k) are written for these
-    rows. Backward lists b_* (T × n_y × kb) are per thread (thread t takes the t-th slice of
-    each block of rows, so a list meets its rows in increasing order) and merged afterwards."""
+def _knn_pass(x, lo, hi, yt, args, tile, chunk, f_idx, f_sc, b_idx, b_sc, b_thr):
+    """Rows lo..hi of x against all of y (``args``: the metric's, :attr:`Pairwise.args`).
+    Forward lists f_* (n_x × k) are written for these rows. Backward lists b_* (T × n_y ×
+    kb) are per thread (thread t takes the t-th slice of each block of rows, so a list
+    meets its rows in increasing order) and merged afterwards."""
+    metric, degree, kxx, kyy, tflat, toff, tsize = args
     n_y = yt.shape[1]
     k = f_idx.shape[1]
-    kb = b_idx.shape[2]
     T = b_idx.shape[0]
-    n = hi - lo
     for t in nb.prange(T):
-        r0 = lo + (n * t) // T
-        r1 = lo + (n * (t + 1)) // T
+        r0, r1 = thread_rows(lo, hi, t, T)
         acc = np.empty(tile)
         fi = np.empty((chunk, k), np.int64)
         fs = np.empty((chunk, k))
-        bi = b_idx[t]
-        bs = b_sc[t]
-        bth = b_thr[t]
         for c0 in range(r0, r1, chunk):
             nr = min(chunk, r1 - c0)
-            for r in range(nr):
-                for q in range(k):
-                    fi[r, q] = -1
-                    fs[r, q] = np.inf
+            reset_lists(fi, fs, nr)
             for t0 in range(0, n_y, tile):
                 w = min(tile, n_y - t0)
                 for r in range(nr):
                     i = c0 + r
                     _scores(acc, x[i], yt, t0, w, metric, degree, kxx[i], kyy, tflat, toff,
                             tsize)
-                    fsr = fs[r]
-                    fir = fi[r]
-                    kth = fsr[k - 1]
-                    if kb > 0:
-                        for q in range(w):
-                            s = acc[q]
-                            if s < kth:
-                                insert_sorted(fsr, fir, s, t0 + q)
-                                kth = fsr[k - 1]
-                            j = t0 + q
-                            if s < bth[j]:
-                                insert_sorted(bs[j], bi[j], s, i)
-                                bth[j] = bs[j, kb - 1]
-                    else:
-                        for q in range(w):
-                            s = acc[q]
-                            if s < kth:
-                                insert_sorted(fsr, fir, s, t0 + q)
-                                kth = fsr[k - 1]
-            for r in range(nr):
-                for q in range(k):
-                    f_idx[c0 + r, q] = fi[r, q]
-                    f_sc[c0 + r, q] = fs[r, q]
+                    offer(acc, i, t0, w, fs[r], fi[r], b_sc[t], b_idx[t], b_thr[t])
+            store_lists(fi, fs, f_idx, f_sc, c0, nr)
 
 
 @nb.njit(parallel=True, cache=True)
@@ -234,11 +264,11 @@ def knn(pw: Pairwise, k: int, kb: int | None = None, *, progress: Progress | Non
     f_sc = np.empty((n_x, k))
     b_idx = np.full((T, n_y, max(kb, 0)), -1, np.int64)
     b_sc = np.full((T, n_y, max(kb, 0)), np.inf)
-    b_thr = np.full((T, n_y), np.inf)
+    b_thr = np.full((T, n_y), np.inf if kb > 0 else -np.inf)
     rows = row_blocks(n_x)
     for lo in range(0, n_x, rows):
         hi = min(lo + rows, n_x)
-        _knn_pass(pw.x, lo, hi, pw.cols, *pw.args, pw.tile, 16, f_idx, f_sc, b_idx, b_sc, b_thr)
+        _knn_pass(pw.x, lo, hi, pw.cols, pw.args, pw.tile, 16, f_idx, f_sc, b_idx, b_sc, b_thr)
         if progress is not None:
             progress(hi, n_x)
     if kb > 0:
@@ -253,13 +283,6 @@ def knn(pw: Pairwise, k: int, kb: int | None = None, *, progress: Progress | Non
 # ---------------------------------------------------------------------------------------
 # reduced-cost scan (the certificate) and the other per-row scans
 # ---------------------------------------------------------------------------------------
-#: columns per block of the gated scan (a block is skipped when no column passes the gate;
-#: larger blocks amortize the gate test)
-GATE_BLOCK = 256
-#: rows of the gated scan that share each block of columns while it is in cache
-SCAN_ROWS = 64
-#: columns per sub-block searched for the columns that may pass in a block with a hit
-HIT_SUB = 32
 _C32 = np.float32(1.0 + 1e-5)
 
 
@@ -298,31 +321,51 @@ def _maybe32(a, o, th, gt, err):
     return (a < u * u * _C32 + err) & (u > 0) & (o > gt)
 
 
+# The gated scan's arguments travel as tuples (numba passes them by value):
+#   exact  = (x, yts, args, root, cmax): the exact scores (``args``: the metric's, with
+#            kyy in the scan's column order), costs capped at cmax
+#   cols   = (off, gmax, col_of): the offsets in the scan's column order, their largest
+#            per block, and each position's column in the caller's numbers
+#   rows   = (prow, theta, gate, end, dst): per sorted row, its row of x, θ, the gate,
+#            its prefix end and its row of the outputs
+#   screen = :func:`_screen_args` (the float32 copies; its first item says whether on)
+#   out    = (out_min, out_cnt, out_idx, out_val)
+#   bufs   = :func:`_scan_buffers` (one thread's scratch)
+@nb.njit(inline="always")
+def _exact_scores(exact, acc, i, t0, w):
+    """acc[:w] = the exact scores of row i of x against columns t0..t0 + w."""
+    x, yts, args, _, _ = exact
+    metric, degree, kxx, kyy, tflat, toff, tsize = args
+    _scores(acc, x[i], yts, t0, w, metric, degree, kxx[i], kyy, tflat, toff, tsize)
+
+
 @nb.njit(cache=True, fastmath=FMA)
-def _block_hits(ps, nps, prow, xm2, nx32, yt32, ny32, off32, t0, wfull, end, th32, gt32,
-                err, acc, flag):
-    """For the rows p = ps[r] (r < nps) of the gated scan: acc[r, q] = the float32 score of
+def _block_hits(screen, rows, bufs, nps, t0, wfull):
+    """For the rows p = ps[r] (r < nps) of the gated scan: a32[r, q] = the float32 score of
     row prow[p] against column t0 + q (q < min(wfull, end[p] − t0)), two rows per load of
     the block (:func:`~.tiles32.scores32x2`, fused multiply-adds), and flag[r] = whether
     some column may pass (:func:`_maybe32` with the row's th32, gt32, err; a sum of the
     tests, which vectorizes where a boolean or does not). Not inlined, so that only these
-    float32 scores are contracted, never the scan's exact ones. acc has a spare last row
+    float32 scores are contracted, never the scan's exact ones. a32 has a spare last row
     (an odd last row is scored twice, into it)."""
-    never = np.full(acc.shape[1], -np.inf, np.float32)
+    xm2, nx32, yt32, ny32, off32 = screen[1], screen[2], screen[4], screen[5], screen[7]
+    prow, end = rows[0], rows[3]
+    _, a32, ps, th32, gt32, e32, flag = bufs[:7]
+    never = np.full(a32.shape[1], -np.inf, np.float32)
     for r in range(0, nps, 2):
-        r2 = r + 1 if r + 1 < nps else acc.shape[0] - 1
+        r2 = r + 1 if r + 1 < nps else a32.shape[0] - 1
         p = ps[r]
         p2 = ps[r + 1] if r + 1 < nps else p
         w = min(wfull, end[p] - t0)
         w2 = min(wfull, end[p2] - t0)
         wm = max(w, w2)
         i, i2 = prow[p], prow[p2]
-        scores32x2(acc[r, :wm], acc[r2, :wm], xm2[i], xm2[i2], nx32[i], nx32[i2],
+        scores32x2(a32[r, :wm], a32[r2, :wm], xm2[i], xm2[i2], nx32[i], nx32[i2],
                    ny32[t0:t0 + wm], yt32, t0, wm, -np.inf, -np.inf, never[:wm])
         for rr, ww in ((r, w), (r2, w2)):
-            a = acc[rr, :ww]
+            a = a32[rr, :ww]
             ob = off32[t0:t0 + ww]
-            th, gt, e = th32[rr], gt32[rr], err[rr]
+            th, gt, e = th32[rr], gt32[rr], e32[rr]
             cnt = 0
             for q in range(ww):
                 cnt += _maybe32(a[q], ob[q], th, gt, e)
@@ -342,211 +385,249 @@ def _keep(r, th, j, best, cnt, vals, idxs):
 
 
 @nb.njit(inline="always")
-def _out_row(p, dst, out_min, out_cnt, out_val, out_idx):
+def _out_row(p, rows, out):
     """Row p's results so far in the gated scan's outputs (row dst[p]): (dst[p], the
     running minimum, the count, and the kept values and columns, views to fill)."""
-    dp = dst[p]
+    out_min, out_cnt, out_idx, out_val = out
+    dp = rows[4][p]
     return dp, out_min[dp], out_cnt[dp], out_val[dp], out_idx[dp]
 
 
 @nb.njit(inline="always")
-def _exact_keep(acc, xi, yts, col, o, gt, th, cmax, metric, degree, kxx_i, kyy, tflat, toff,
-                tsize, root, best, cnt, vals, idxs):
+def _exact_keep(exact, acc, i, col, o, gt, th, best, cnt, vals, idxs):
     """A column the float32 pre-test let through, checked exactly: when its offset o
     passes the gate and its cost ≤ cmax, r = cost − o is kept (:func:`_keep`). Returns
     (best, cnt)."""
     if o > gt:
-        _scores(acc, xi, yts, col, 1, metric, degree, kxx_i, kyy, tflat, toff, tsize)
-        c_ = _cost(acc[0], root)
-        if c_ <= cmax:
+        _exact_scores(exact, acc, i, col, 1)
+        c_ = _cost(acc[0], exact[3])
+        if c_ <= exact[4]:
             best, cnt = _keep(c_ - o, th, col, best, cnt, vals, idxs)
     return best, cnt
 
 
 @nb.njit(cache=True)
-def _register_hits(M, ps, nps, rr, endc, th32, gt32, e32, hr, hm, xm2p, nx32, yt32p, ny32p,
-                   off32p, t0, wfull, x, yts, metric, degree, kxx, kyy, tflat, toff, tsize,
-                   root, cmax, off, gate, theta, dst, acc, out_min, out_cnt, out_val,
-                   out_idx):
+def _register_hits(exact, cols, rows, screen, out, bufs, nps, t0, wfull):
     """The gated scan's block of columns t0..t0 + wfull for its rows ps[0..nps) with the
     register-blocked pre-test (:func:`.vec32.block_maybe`, 32 columns at a time), then the
     exact scores of the columns that may pass, in increasing order per row."""
+    M, x_reg, yt_reg, ny_reg, off_reg, nx32 = (screen[10], screen[11], screen[12],
+                                               screen[13], screen[14], screen[2])
+    acc, _, ps, th32, gt32, e32, _, rr, endc, hr, hm = bufs
+    off = cols[0]
+    theta, gate = rows[1], rows[2]
     for j0 in range(t0, t0 + wfull, vec32.BLOCK):
-        nh = vec32.block_maybe(M, xm2p, nx32, rr, nps, th32, gt32, e32, endc, yt32p, ny32p,
-                               off32p, j0, hr, hm)
+        nh = vec32.block_maybe(M, x_reg, nx32, rr, nps, th32, gt32, e32, endc, yt_reg,
+                               ny_reg, off_reg, j0, hr, hm)
         for h in range(nh):
             r = hr[h]
             mask = hm[h]
             p = ps[r]
-            i = rr[r]
             gt = gate[p]
             th = theta[p]
-            dp, best, cnt, vals, idxs = _out_row(p, dst, out_min, out_cnt, out_val, out_idx)
+            dp, best, cnt, vals, idxs = _out_row(p, rows, out)
             for q in range(vec32.BLOCK):
                 if (mask >> q) & 1:
-                    best, cnt = _exact_keep(acc, x[i], yts, j0 + q, off[j0 + q], gt, th,
-                                            cmax, metric, degree, kxx[i], kyy, tflat, toff,
-                                            tsize, root, best, cnt, vals, idxs)
-            out_min[dp] = best
-            out_cnt[dp] = cnt
+                    best, cnt = _exact_keep(exact, acc, rr[r], j0 + q, off[j0 + q], gt, th,
+                                            best, cnt, vals, idxs)
+            out[0][dp] = best
+            out[1][dp] = cnt
+
+
+@nb.njit(inline="always")
+def _loop_hits(exact, cols, rows, screen, out, bufs, nps, t0, wfull, hit_sub):
+    """The gated scan's block for its rows ps[0..nps) with the loop kernel's float32
+    pre-test (:func:`_block_hits`), then the exact scores of the columns that may pass:
+    hits are rare, so those columns are found by counts over sub-blocks of ``hit_sub``
+    columns (which vectorize), in increasing order per row."""
+    acc, a32, ps, th32, gt32, e32, flag = bufs[:7]
+    off32 = screen[7]
+    off = cols[0]
+    prow, theta, gate, end, _ = rows
+    _block_hits(screen, rows, bufs, nps, t0, wfull)
+    for r in range(nps):
+        if not flag[r]:
+            continue
+        p = ps[r]
+        i = prow[p]
+        w = min(wfull, end[p] - t0)
+        dp, best, cnt, vals, idxs = _out_row(p, rows, out)
+        for q0 in range(0, w, hit_sub):
+            q1 = min(q0 + hit_sub, w)
+            a = a32[r, q0:q1]
+            ob32 = off32[t0 + q0:t0 + q1]
+            m = 0
+            for q in range(q1 - q0):
+                m += _maybe32(a[q], ob32[q], th32[r], gt32[r], e32[r])
+            q = q0
+            while m > 0:
+                if _maybe32(a32[r, q], off32[t0 + q], th32[r], gt32[r], e32[r]):
+                    m -= 1
+                    best, cnt = _exact_keep(exact, acc, i, t0 + q, off[t0 + q], gate[p],
+                                            theta[p], best, cnt, vals, idxs)
+                q += 1
+        out[0][dp] = best
+        out[1][dp] = cnt
+
+
+@nb.njit(inline="always")
+def _pretest_terms(rows, screen, bufs, lo, hi, g, b, t0, wfull):
+    """The float32 pre-test's terms of block b (columns from t0) for the rows lo..hi
+    whose gate its largest offset ``g`` passes, into ``bufs``: the rows (ps), θ rounded
+    up, the gate one float32 step down, the error bound, their rows of x and their ends
+    (see :func:`_maybe32`). Returns how many rows."""
+    prow, theta, gate, end, _ = rows
+    nx64, nymax, omax, cerr = screen[3], screen[6], screen[8], screen[9]
+    _, _, ps, th32, gt32, e32, _, rr, endc, _, _ = bufs
+    nps = 0
+    for p in range(lo, hi):
+        if g <= gate[p]:
+            continue
+        ps[nps] = p
+        th32[nps] = np.float32(theta[p] + 2.0**-20 * (abs(theta[p]) + omax[b]))
+        gt32[nps] = np.nextafter(np.float32(gate[p]), np.float32(-np.inf))
+        e32[nps] = np.float32(cerr * (nx64[prow[p]] + nymax[b]) * (1.0 + 1e-4))
+        rr[nps] = prow[p]
+        endc[nps] = t0 + min(wfull, end[p] - t0)
+        nps += 1
+    return nps
+
+
+@nb.njit(inline="always")
+def _block64(exact, cols, rows, out, acc, lo, hi, g, t0, wfull):
+    """The gated scan's block of columns from t0 for rows lo..hi in float64: each row
+    whose gate the block's largest offset ``g`` passes is scored exactly, tested without
+    √ and branches (:func:`_any_below`), and only a block that may hold a pair is kept
+    column by column."""
+    root = exact[3]
+    off = cols[0]
+    prow, theta, gate, end, _ = rows
+    for p in range(lo, hi):
+        gt = gate[p]
+        if g <= gt:
+            continue
+        w = min(wfull, end[p] - t0)
+        th = theta[p]
+        ob = off[t0:t0 + w]
+        dp, best, cnt, vals, idxs = _out_row(p, rows, out)
+        _exact_scores(exact, acc, prow[p], t0, w)
+        if not _any_below(acc, ob, th, gt, root):
+            continue
+        for q in range(w):
+            o = ob[q]
+            c_ = _cost(acc[q], root)
+            if o > gt and c_ <= exact[4]:
+                best, cnt = _keep(c_ - o, th, t0 + q, best, cnt, vals, idxs)
+        out[0][dp] = best
+        out[1][dp] = cnt
+
+
+@nb.njit(inline="always")
+def _scan_buffers(chunks, t, T, blk):
+    """Thread t's scratch for the gated scan: exact scores of a block, then for the
+    rows sharing a block (the most in one of its chunks, and a spare row) their float32
+    scores, pre-test terms (:func:`_pretest_terms`), flags and hits."""
+    mx = 1
+    for c in range(t, chunks.shape[0] - 1, T):
+        mx = max(mx, chunks[c + 1] - chunks[c])
+    return (np.empty(blk), np.empty((mx + 1, blk), np.float32), np.empty(mx, np.int64),
+            np.empty(mx + 1, np.float32), np.empty(mx + 1, np.float32),
+            np.empty(mx + 1, np.float32), np.zeros(mx + 1, np.bool_),
+            np.empty(mx + 1, np.int64), np.empty(mx + 1, np.int64),
+            np.empty(mx + 1, np.int64), np.empty(mx + 1, np.uint32))
+
+
+@nb.njit(inline="always")
+def _scan_chunk(exact, cols, rows, screen, out, bufs, lo, hi, sizes):
+    """One chunk of rows lo..hi (sorted by end, descending) of the gated scan: its
+    outputs reset, each block of columns scored against every row that needs it
+    (float32 pre-test with ``screen``, else float64), then the kept columns mapped to the
+    caller's numbers."""
+    blk, hit_sub = sizes[0], sizes[1]
+    off, gmax, col_of = cols
+    theta, end, dst = rows[1], rows[3], rows[4]
+    out_min, out_cnt, out_idx, out_val = out
+    for p in range(lo, hi):
+        dp = dst[p]
+        out_val[dp, :] = np.inf
+        out_idx[dp, :] = -1
+        out_min[dp] = theta[p]
+        out_cnt[dp] = 0
+    na = hi - lo
+    nblk = (end[lo] + blk - 1) // blk if na > 0 else 0
+    for b in range(nblk):
+        t0 = b * blk
+        while na > 0 and end[lo + na - 1] <= t0:
+            na -= 1
+        if na == 0:
+            break
+        wfull = min(blk, off.shape[0] - t0)
+        if not screen[0]:
+            _block64(exact, cols, rows, out, bufs[0], lo, lo + na, gmax[b], t0, wfull)
+            continue
+        nps = _pretest_terms(rows, screen, bufs, lo, lo + na, gmax[b], b, t0, wfull)
+        if nps > 0 and screen[10] > 0:
+            _register_hits(exact, cols, rows, screen, out, bufs, nps, t0, wfull)
+        elif nps > 0:
+            _loop_hits(exact, cols, rows, screen, out, bufs, nps, t0, wfull, hit_sub)
+    # the chunk's rows are final: their columns in the caller's numbers
+    for p in range(lo, hi):
+        dp = dst[p]
+        for q in range(out_idx.shape[1]):
+            j = out_idx[dp, q]
+            if j >= 0:
+                out_idx[dp, q] = col_of[j]
 
 
 @nb.njit(parallel=True, cache=True)
-def _scan_gated(prow, x, yts, metric, degree, kxx, kyy, tflat, toff, tsize, root, cmax, off,
-                gmax, theta, gate, end, chunks, threads, s32, xm2, nx32, nx64, yt32, ny32,
-                nymax, off32, omax, cerr, M, xm2p, yt32p, ny32p, off32p, dst, col_of, out_min,
-                out_cnt, out_idx, out_val):
-    """Columns sorted by key ascending (``yts``, ``kyy``, ``off`` in that order). For each
-    listed row i = prow[p], over the columns j < end[p] (those with key_j < θ_p) with
-    off_j > gate_p (minus the blocks whose largest off_j fails the gate): r_j = cost(x_i,
-    y_j) − off_j where cost ≤ cmax. out_cnt = #{r_j < θ_p}; out_min = min(θ_p, min r_j);
-    out_idx/out_val = the smallest r_j < θ_p, ascending. Results go to row dst[p] of the
-    outputs (the caller's order), columns as ``col_of[position in the sorted order]``
-    (the caller's numbers): no copies of the outputs afterwards (at 10⁵ the first
-    certificate's are 49,292 × 43 entries).
+def _scan_gated(exact, cols, rows, screen, chunks, sizes, out_min, out_cnt, out_idx,
+                out_val):
+    """Columns sorted by key ascending (``yts``, ``kyy``, ``off`` in that order; the
+    tuples are described above :func:`_exact_scores`). For each listed row i = prow[p],
+    over the columns j < end[p] (those with key_j < θ_p) with off_j > gate_p (minus the
+    blocks whose largest off_j fails the gate): r_j = cost(x_i, y_j) − off_j where
+    cost ≤ cmax. out_cnt = #{r_j < θ_p}; out_min = min(θ_p, min r_j); out_idx/out_val =
+    the smallest r_j < θ_p, ascending. Results go to row dst[p] of the outputs (the
+    caller's order), columns as ``col_of[position in the sorted order]`` (the caller's
+    numbers): no copies of the outputs afterwards. The outputs are arguments of their own
+    (numba loses a parallel loop's writes to arrays unpacked from a tuple argument).
 
     Tiled: the rows come sorted by end (descending) in chunks ``chunks[c]..chunks[c+1]``;
-    a block of columns (GATE_BLOCK of them, in L1) is scored against every row of the chunk
-    that needs it before the next block is read (a gain with ``s32``, none in float64,
-    whose exact scoring is compute-bound). A block is first tested without
-    √ and branches (:func:`_any_below`) or, with ``s32`` (Euclidean cost), from float32
-    scores with a rigorous error bound (:func:`_hit32`; ``cerr``·(‖x‖² + max ‖y‖² of the
-    block), the bound of :func:`~..nearest.faiss_screen.lower_bound`); only a block that may hold a pair is
-    scored exactly (with ``s32`` only its columns that may pass). Hits are rare (a few per
-    row), so the pre-test is the cost. Each row sees its columns in increasing order, as a
-    row-by-row scan would: the results are the same.
-    With ``M`` > 0 (files of up to 16 attributes) the float32 pre-test runs on the
-    register-blocked kernel of :mod:`.vec32` (``xm2p``, ``yt32p``, ``ny32p``, ``off32p``
-    padded to M attributes and whole blocks), 32 columns at a time: the same float32
-    scores and tests, so the same columns are scored exactly, in the same order per row."""
-    cap = out_idx.shape[1]
-    blk = GATE_BLOCK
-    n_y = off.shape[0]
+    a block of columns (``sizes`` = (columns per block, columns per hit sub-block,
+    threads): :class:`~..tuning.MatchingTuning`'s gate_block, hit_sub) is scored against
+    every row of the chunk that needs it before the next block is read (a gain with the
+    float32 screen, none in float64, whose exact scoring is compute-bound). A block is
+    first tested without √ and branches (:func:`_any_below`) or, with the screen
+    (Euclidean cost), from float32 scores with a rigorous error bound (:func:`_maybe32`;
+    ``cerr``·(‖x‖² + max ‖y‖² of the block), the bound of
+    :func:`~..nearest.faiss_screen.lower_bound`); only a block that may hold a pair is
+    scored exactly (with the screen only its columns that may pass). Hits are rare (a
+    few per row), so the pre-test is the cost. Each row sees its columns in increasing
+    order, as a row-by-row scan would: the results are the same for any block size.
+    With M > 0 (files of up to 16 attributes) the float32 pre-test runs on the
+    register-blocked kernel of :mod:`.vec32` (copies padded to M attributes and whole
+    blocks), 32 columns at a time: the same float32 scores and tests, so the same
+    columns are scored exactly, in the same order per row."""
+    # a parfor takes arrays and scalars, not tuples holding arrays: unpacked here, and
+    # packed again in the loop
+    x, yts, args, root, cmax = exact
+    metric, degree, kxx, kyy, tflat, toff, tsize = args
+    off, gmax, col_of = cols
+    prow, theta, gate, end, dst = rows
+    (s32, xm2, nx32, nx64, yt32, ny32, nymax, off32, omax, cerr, M, x_reg, yt_reg, ny_reg,
+     off_reg) = screen
     nch = chunks.shape[0] - 1
-    T = min(threads, max(nch, 1))
+    T = min(sizes[2], max(nch, 1))
     for t in nb.prange(T):
-        acc = np.empty(blk)
-        mx = 1
-        for c in range(t, nch, T):
-            mx = max(mx, chunks[c + 1] - chunks[c])
-        # float32 scores of the rows sharing a block (and a spare row), their tests' terms
-        a32 = np.empty((mx + 1, blk), np.float32)
-        ps = np.empty(mx, np.int64)
-        th32 = np.empty(mx + 1, np.float32)
-        gt32 = np.empty(mx + 1, np.float32)
-        e32 = np.empty(mx + 1, np.float32)
-        flag = np.zeros(mx + 1, np.bool_)
-        rr = np.empty(mx + 1, np.int64)
-        endc = np.empty(mx + 1, np.int64)
-        hr = np.empty(mx + 1, np.int64)
-        hm = np.empty(mx + 1, np.uint32)
+        bufs = _scan_buffers(chunks, t, T, sizes[0])
+        ex = (x, yts, (metric, degree, kxx, kyy, tflat, toff, tsize), root, cmax)
+        scr = (s32, xm2, nx32, nx64, yt32, ny32, nymax, off32, omax, cerr, M, x_reg, yt_reg,
+               ny_reg, off_reg)
         # chunks are sorted by work: thread t takes every T-th one
         for c in range(t, nch, T):
-            lo, hi = chunks[c], chunks[c + 1]
-            for p in range(lo, hi):
-                dp = dst[p]
-                for q in range(cap):
-                    out_val[dp, q] = np.inf
-                    out_idx[dp, q] = -1
-                out_min[dp] = theta[p]
-                out_cnt[dp] = 0
-            na = hi - lo
-            nblk = (end[lo] + blk - 1) // blk if na > 0 else 0
-            for b in range(nblk):
-                t0 = b * blk
-                while na > 0 and end[lo + na - 1] <= t0:
-                    na -= 1
-                if na == 0:
-                    break
-                g = gmax[b]
-                wfull = min(blk, n_y - t0)
-                if s32:
-                    # the block's float32 pre-test for all its rows at once, then exact
-                    # scores of the columns that may pass in the rows with a hit
-                    nps = 0
-                    for p in range(lo, lo + na):
-                        if g <= gate[p]:
-                            continue
-                        ps[nps] = p
-                        th32[nps] = np.float32(theta[p] + 2.0**-20 * (abs(theta[p]) + omax[b]))
-                        gt32[nps] = np.nextafter(np.float32(gate[p]), np.float32(-np.inf))
-                        e32[nps] = np.float32(cerr * (nx64[prow[p]] + nymax[b]) * (1.0 + 1e-4))
-                        rr[nps] = prow[p]
-                        endc[nps] = t0 + min(wfull, end[p] - t0)
-                        nps += 1
-                    if nps == 0:
-                        continue
-                    if M > 0:
-                        _register_hits(M, ps, nps, rr, endc, th32, gt32, e32, hr, hm, xm2p,
-                                       nx32, yt32p, ny32p, off32p, t0, wfull, x, yts, metric,
-                                       degree, kxx, kyy, tflat, toff, tsize, root, cmax, off,
-                                       gate, theta, dst, acc, out_min, out_cnt, out_val,
-                                       out_idx)
-                        continue
-                    _block_hits(ps, nps, prow, xm2, nx32, yt32, ny32, off32, t0, wfull, end,
-                                th32, gt32, e32, a32, flag)
-                    for r in range(nps):
-                        if not flag[r]:
-                            continue
-                        p = ps[r]
-                        i = prow[p]
-                        w = min(wfull, end[p] - t0)
-                        gt = gate[p]
-                        th = theta[p]
-                        dp, best, cnt, vals, idxs = _out_row(p, dst, out_min, out_cnt, out_val,
-                                                                   out_idx)
-                        # hits are rare: score exactly only the columns that may pass,
-                        # found by counts over sub-blocks (which vectorize)
-                        for q0 in range(0, w, HIT_SUB):
-                            q1 = min(q0 + HIT_SUB, w)
-                            a = a32[r, q0:q1]
-                            ob32 = off32[t0 + q0:t0 + q1]
-                            m = 0
-                            for q in range(q1 - q0):
-                                m += _maybe32(a[q], ob32[q], th32[r], gt32[r], e32[r])
-                            q = q0
-                            while m > 0:
-                                if not _maybe32(a32[r, q], off32[t0 + q], th32[r], gt32[r],
-                                                e32[r]):
-                                    q += 1
-                                    continue
-                                m -= 1
-                                best, cnt = _exact_keep(acc, x[i], yts, t0 + q, off[t0 + q],
-                                                        gt, th, cmax, metric, degree, kxx[i],
-                                                        kyy, tflat, toff, tsize, root, best,
-                                                        cnt, vals, idxs)
-                                q += 1
-                        out_min[dp] = best
-                        out_cnt[dp] = cnt
-                    continue
-                for p in range(lo, lo + na):
-                    gt = gate[p]
-                    if g <= gt:
-                        continue
-                    w = min(wfull, end[p] - t0)
-                    i = prow[p]
-                    th = theta[p]
-                    ob = off[t0:t0 + w]
-                    dp, best, cnt, vals, idxs = _out_row(p, dst, out_min, out_cnt, out_val,
-                                                               out_idx)
-                    _scores(acc, x[i], yts, t0, w, metric, degree, kxx[i], kyy, tflat,
-                            toff, tsize)
-                    if not _any_below(acc, ob, th, gt, root):
-                        continue
-                    for q in range(w):
-                        o = ob[q]
-                        c_ = _cost(acc[q], root)
-                        if o > gt and c_ <= cmax:
-                            best, cnt = _keep(c_ - o, th, t0 + q, best, cnt, vals, idxs)
-                    out_min[dp] = best
-                    out_cnt[dp] = cnt
-            # the chunk's rows are final: their columns in the caller's numbers
-            for p in range(lo, hi):
-                dp = dst[p]
-                for q in range(cap):
-                    j = out_idx[dp, q]
-                    if j >= 0:
-                        out_idx[dp, q] = col_of[j]
+            _scan_chunk(ex, (off, gmax, col_of), (prow, theta, gate, end, dst), scr,
+                        (out_min, out_cnt, out_idx, out_val), bufs, chunks[c], chunks[c + 1],
+                        sizes)
 
 
 @dataclass
@@ -560,10 +641,10 @@ class Scan:
     val: np.ndarray      # their cost − off_j
 
 
-_NO_SCREEN = (False, np.empty((0, 0), np.float32), np.empty(0, np.float32), np.empty(0),
-              np.empty((0, 0), np.float32), np.empty(0, np.float32), np.empty(0),
-              np.empty(0, np.float32), np.empty(0), 0.0, 0, np.empty((0, 0), np.float32),
-              np.empty((0, 0), np.float32), np.empty(0, np.float32), np.empty(0, np.float32))
+_F32_2D, _F32_1D = np.empty((0, 0), np.float32), np.empty(0, np.float32)
+#: the screen's tuple when it is off (the types of :func:`_screen_args`')
+_NO_SCREEN = (False, _F32_2D, _F32_1D, np.empty(0), _F32_2D, _F32_1D, np.empty(0), _F32_1D,
+              np.empty(0), 0.0, 0, _F32_2D, _F32_2D, _F32_1D, _F32_1D)
 #: the certificate scan's float32 pre-test on the register-blocked kernel of :mod:`.vec32`
 #: (files of up to 16 attributes; the loop kernel otherwise)
 SCAN_REGISTER = True
@@ -573,8 +654,10 @@ def _screen_args(pw: Pairwise, yts: np.ndarray, off: np.ndarray, starts: np.ndar
                  ) -> tuple:
     """The float32 copies of the scan's screen (columns in the scan's order): rows
     pre-scaled by −2 (exact), float32 norms, float64 norms of the rows and the largest per
-    block of columns, the offsets in float32 and the largest |off| per block, and the
-    error constant c = 4(m+3)·2⁻²³ of :func:`~..nearest.faiss_screen.lower_bound`."""
+    block of columns, the offsets in float32 and the largest |off| per block, the error
+    constant c = 4(m+3)·2⁻²³ of :func:`~..nearest.faiss_screen.lower_bound`, and for the
+    register kernel M and the copies padded to M attributes (the loop kernel's then
+    empty; M = 0: the loop kernel)."""
     x32 = pw.x.astype(np.float32)
     yt32 = yts.astype(np.float32)
     nx32 = np.einsum("ij,ij->i", x32, x32).astype(np.float32)
@@ -586,21 +669,44 @@ def _screen_args(pw: Pairwise, yts: np.ndarray, off: np.ndarray, starts: np.ndar
     omax = np.maximum.reduceat(np.abs(off), starts)
     M = vec32.width_for(pw.x.shape[1]) if SCAN_REGISTER else 0
     xm2 = -2.0 * x32
+    x_reg, yt_reg, ny_reg, off_reg = _F32_2D, _F32_2D, _F32_1D, _F32_1D
     if M:
-        # the register kernel's padded copies; the loop kernel's are not used then
-        xm2p = vec32.pad_rows(xm2, M)
-        yt32p, ny32p, off32p = vec32.pad_columns(yt32, ny32, off32, M)
-        xm2, yt32 = np.empty((0, 0), np.float32), np.empty((0, 0), np.float32)
-    else:
-        xm2p, yt32p = np.empty((0, 0), np.float32), np.empty((0, 0), np.float32)
-        ny32p, off32p = np.empty(0, np.float32), np.empty(0, np.float32)
+        x_reg = vec32.pad_rows(xm2, M)
+        yt_reg, ny_reg, off_reg = vec32.pad_columns(yt32, ny32, off32, M)
+        xm2, yt32 = _F32_2D, _F32_2D
     return (True, xm2, nx32, np.einsum("ij,ij->i", pw.x, pw.x), yt32, ny32, nymax,
-            off32, omax, cerr, M, xm2p, yt32p, ny32p, off32p)
+            off32, omax, cerr, M, x_reg, yt_reg, ny_reg, off_reg)
+
+
+def _by_prefix(rows: np.ndarray, key: np.ndarray, theta: np.ndarray, gate: np.ndarray
+               ) -> tuple[np.ndarray, tuple]:
+    """The scan's column order (key ascending, NaN keys — inf − inf, which never pass
+    key < θ — last) and its rows tuple (see :func:`_exact_scores`): rows by prefix length
+    (key_j < θ_i), longest first, each with its row of the outputs (the caller's order)."""
+    key = np.where(np.isnan(key), np.inf, key)
+    order = np.argsort(key, kind="stable")
+    end = np.searchsorted(np.ascontiguousarray(key[order]), theta)
+    order_p = np.argsort(-end, kind="stable")
+    return order, (rows[order_p], theta[order_p], gate[order_p],
+                   np.ascontiguousarray(end[order_p]),
+                   np.ascontiguousarray(order_p, dtype=np.int64))
+
+
+def _row_parts(s_end: np.ndarray, n: int, rows_per_tile: int, blk: int
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """Chunks of ``rows_per_tile`` sorted rows, and Python-level parts of about equal
+    work (a prefix length each) made of whole chunks, for progress reports: (chunk
+    starts and n, part bounds as chunk numbers)."""
+    chunks = np.append(np.arange(0, n, max(int(rows_per_tile), 1)), n)
+    work = np.cumsum(s_end[chunks[:-1]] + blk, dtype=np.float64)
+    cut = np.searchsorted(work, np.linspace(0, work[-1], 33)[1:-1]) if n else []
+    bounds = np.unique(np.concatenate([[0], cut, [chunks.shape[0] - 1]])).astype(np.int64)
+    return chunks, bounds
 
 
 def scan_gated(pw: Pairwise, rows: np.ndarray, off: np.ndarray, key: np.ndarray,
                theta: np.ndarray, gate: np.ndarray, *, cmax: float = np.inf, cap: int = 8,
-               screened: bool = False, rows_per_tile: int = SCAN_ROWS,
+               screened: bool = False, rows_per_tile: int | None = None,
                progress: Progress | None = None) -> tuple[Scan, np.ndarray]:
     """The pairs of the listed rows with r_ij = c(x_i, y_j) − off_j < θ_i (cost ≤ ``cmax``),
     looking only at the columns with key_j < θ_i and off_j > gate_i — the caller's proof
@@ -608,56 +714,44 @@ def scan_gated(pw: Pairwise, rows: np.ndarray, off: np.ndarray, key: np.ndarray,
     θ_i = u_i − tol, gate_i = α_i − u_i + tol, see :func:`~.solver._suspects`).
 
     Columns are sorted by key once, so each row scans a prefix in blocks of
-    ``GATE_BLOCK``, skipping blocks where no off_j passes the gate: the work is the
-    number of such pairs, not n_rows × n_cols (a fraction of the full scan). Rows with
-    similar prefixes
-    share each block while it is in cache, and a block is pre-tested before any pair is
-    scored exactly. Returns (scan, nxt): ``scan.min`` = min(θ_i, min r_ij) — a lower bound
-    of r_ij over *all* columns under the caller's proof — ``scan.count`` and the (up to
-    ``cap``) smallest r_ij < θ_i; ``nxt`` a lower bound of r_ij over the columns not in
-    ``scan.idx``. ``screened`` (Euclidean cost only): blocks are pre-tested in float32
-    (same results, see :func:`_scan_gated`); ``rows_per_tile``: rows sharing each block
-    (1 = row by row; for benchmarks)."""
+    :func:`~..tuning.matching`'s ``gate_block``, skipping blocks where no off_j passes the
+    gate: the work is the number of such pairs, not n_rows × n_cols (a fraction of the
+    full scan). Rows with similar prefixes share each block while it is in cache, and a
+    block is pre-tested before any pair is scored exactly. Returns (scan, nxt):
+    ``scan.min`` = min(θ_i, min r_ij) — a lower bound of r_ij over *all* columns under the
+    caller's proof — ``scan.count`` and the (up to ``cap``) smallest r_ij < θ_i; ``nxt`` a
+    lower bound of r_ij over the columns not in ``scan.idx``. ``screened`` (Euclidean cost
+    only): blocks are pre-tested in float32 (same results, see :func:`_scan_gated`);
+    ``rows_per_tile``: rows sharing each block (default the tuning's ``scan_rows``;
+    1 = row by row; for benchmarks)."""
     if screened and not (pw.code == 0 and pw.root):
         raise LinkriskError("the float32 screen covers the Euclidean cost only")
+    tune = tuning.matching(pw.x.shape[1])
+    blk = tune.gate_block
     rows = np.ascontiguousarray(rows, dtype=np.int64)
     n, n_y = rows.shape[0], pw.y.shape[0]
     theta = np.ascontiguousarray(np.broadcast_to(theta, (n,)), dtype=np.float64)
     gate = np.ascontiguousarray(np.broadcast_to(gate, (n,)), dtype=np.float64)
     off = np.asarray(off, dtype=np.float64)
-    key = np.asarray(key, dtype=np.float64)
-    # NaN keys (inf − inf) can never pass key < θ: sort them last as +inf
-    key = np.where(np.isnan(key), np.inf, key)
-    order = np.argsort(key, kind="stable")
-    key_s = np.ascontiguousarray(key[order])
+    order, srows = _by_prefix(rows, np.asarray(key, dtype=np.float64), theta, gate)
     off_s = np.ascontiguousarray(off[order])
     yts = np.take(pw.cols, order, axis=1)  # a C-ordered copy (faster than yt[:, order])
-    kyy = np.ascontiguousarray(pw.kyy[order])
-    starts = np.arange(0, n_y, GATE_BLOCK)
-    gmax = np.maximum.reduceat(off_s, starts)
-    code, degree, kxx, _, tflat, toff, tsize = pw.args
-    f32 = _screen_args(pw, yts, off_s, starts) if screened else _NO_SCREEN
-    # rows by prefix length, longest first, in chunks that share each block
-    end = np.searchsorted(key_s, theta)  # key_j < θ
-    order_p = np.argsort(-end, kind="stable")
-    s_end = np.ascontiguousarray(end[order_p])
-    s_rows, s_theta, s_gate = rows[order_p], theta[order_p], gate[order_p]
+    args = pw.args[:3] + (np.ascontiguousarray(pw.kyy[order]),) + pw.args[4:]
+    starts = np.arange(0, n_y, blk)
+    exact = (pw.x, yts, args, pw.root, float(cmax))
+    cols = (off_s, np.maximum.reduceat(off_s, starts), order)
+    screen = _screen_args(pw, yts, off_s, starts) if screened else _NO_SCREEN
     # in the caller's row order (the kernel writes row order_p[p] for sorted row p)
     mins, cnt = np.empty(n), np.empty(n, np.int64)
     idx, val = np.empty((n, cap + 1), np.int64), np.empty((n, cap + 1))
-    dst = np.ascontiguousarray(order_p, dtype=np.int64)
-    chunks = np.append(np.arange(0, n, max(int(rows_per_tile), 1)), n)
-    # Python-level parts of about equal work (a prefix length each), for progress reports
-    work = np.cumsum(s_end[chunks[:-1]] + GATE_BLOCK, dtype=np.float64)
-    cut = np.searchsorted(work, np.linspace(0, work[-1], 33)[1:-1]) if n else []
-    bounds = np.unique(np.concatenate([[0], cut, [chunks.shape[0] - 1]])).astype(np.int64)
+    out = (mins, cnt, idx, val)
+    chunks, bounds = _row_parts(srows[3], n, rows_per_tile or tune.scan_rows, blk)
+    sizes = (blk, tune.hit_sub, nb.get_num_threads())
     for a, b in zip(bounds[:-1], bounds[1:], strict=True):
         ch = chunks[a:b + 1]
         lo, hi = ch[0], ch[-1]
-        _scan_gated(s_rows[lo:hi], pw.x, yts, code, degree, kxx, kyy, tflat, toff, tsize,
-                    pw.root, float(cmax), off_s, gmax, s_theta[lo:hi], s_gate[lo:hi],
-                    s_end[lo:hi], ch - lo, nb.get_num_threads(), *f32, dst[lo:hi], order,
-                    mins, cnt, idx, val)
+        part = tuple(r[lo:hi] for r in srows)
+        _scan_gated(exact, cols, part, screen, ch - lo, sizes, *out)
         if progress is not None:
             progress(int(hi), n)
     nxt = np.where(cnt > cap, val[:, cap], theta)
@@ -785,23 +879,27 @@ def _pair_costs(x, yt, metric, degree, kxx, kyy, tflat, toff, tsize, root, ia, i
         out[p] = _cost(acc[0], root)
 
 
-#: pairs between a squared Euclidean pair score and the partner row it prefetches
-PAIR_AHEAD = 16
+@nb.njit(inline="always")
+def prefetch_row(yflat, j, m):
+    """Ask for row j of the row-major (·, m) matrix ``yflat`` (flattened): its first and
+    last values, the one or two cache lines it spans (a hint: no value changes)."""
+    prefetch(yflat, j * m)
+    prefetch(yflat, j * m + m - 1)
 
 
 @nb.njit(parallel=True, cache=True)
-def _pair_costs_sq(x, y, yflat, root, ia, ib, out):
+def _pair_costs_sq(x, y, yflat, root, ia, ib, ahead, out):
     """:func:`_pair_costs` for the squared Euclidean score, from the row-major ``y`` (one
     or two cache lines a partner instead of one per attribute in ``yt``), the partner
-    ``PAIR_AHEAD`` pairs on prefetched: the same sum in the same order (0 + d₀², then
-    + d_k² for k = 1…m−1, no fused multiply-add), so the same bits (test)."""
+    ``ahead`` pairs on prefetched (:func:`~..tuning.matching`; 0: none): the same sum in
+    the same order (0 + d₀², then + d_k² for k = 1…m−1, no fused multiply-add), so the
+    same bits (test)."""
     m = x.shape[1]
     n = ia.shape[0]
     for p in nb.prange(n):
-        q = p + PAIR_AHEAD
-        if q < n and ib[q] >= 0:
-            prefetch(yflat, ib[q] * m)
-            prefetch(yflat, ib[q] * m + m - 1)
+        q = p + ahead
+        if ahead > 0 and q < n and ib[q] >= 0:
+            prefetch_row(yflat, ib[q], m)
         i, j = ia[p], ib[p]
         if i < 0 or j < 0:
             out[p] = np.inf
@@ -821,7 +919,8 @@ def pair_costs(pw: Pairwise, ia: np.ndarray, ib: np.ndarray) -> np.ndarray:
     ib = np.ascontiguousarray(ib, dtype=np.int64)
     out = np.empty(ia.shape[0])
     if pw.code == SQEUCLIDEAN:
-        _pair_costs_sq(pw.x, pw.y, pw.y.reshape(-1), pw.root, ia, ib, out)
+        _pair_costs_sq(pw.x, pw.y, pw.y.reshape(-1), pw.root, ia, ib,
+                       tuning.matching(pw.x.shape[1]).ahead, out)
     else:
         _pair_costs(pw.x, pw.cols, *pw.args, pw.root, ia, ib, out)
     return out

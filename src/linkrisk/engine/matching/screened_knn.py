@@ -36,32 +36,39 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Callable
 
 import numba as nb
 import numpy as np
 
+from .. import tuning
 from ..nearest.faiss_screen import error_constant, lower_bound
 from ..nearest.kernels import Pairwise
 from ..nearest.rules import Progress
 from . import band, vec32
-from .knn import KNN, PAIR_AHEAD, insert_sorted, merge_threads, pair_costs, row_blocks
-from .prefetch import prefetch
+from .knn import (
+    KNN,
+    merge_threads,
+    offer,
+    pair_costs,
+    prefetch_row,
+    reset_lists,
+    row_blocks,
+    store_lists,
+    thread_rows,
+)
 from .tiles32 import FMA as _FMA
 from .tiles32 import scores32x2 as _scores32x2
 
-#: B columns per tile: 13 float32 attribute rows of 512 columns (26 KiB) and the rows'
-#: 2 KiB accumulators stay in a 48 KiB L1 (1024 columns, 52 KiB, do not); narrower tiles
-#: are also skipped more often by the band
-TILE = 512
-#: attacker rows scored against one tile of B before the next tile (more rows per tile:
-#: the release is re-streamed from memory less often)
-CHUNK = 128
+# B columns per tile and attacker rows per tile: :func:`~..tuning.matching` (``tile``,
+# ``chunk``), from this processor's L1 and L2 (a tile's float32 attribute rows and the
+# rows' accumulators stay in L1; more rows per tile: the release is re-read less often)
 _F32 = np.float32
 #: index type of the screened lists (files of up to 2³¹ − 1 records)
 IDX = np.int32
 #: list entries re-scored and sorted per block of rows (bounds the temporaries)
 SORT_BLOCK = 1 << 20
-#: columns per sub-block searched for list entries in a tile with a hit
+#: columns per sub-block searched for log entries in a tile with a hit
 SUB = 64
 
 
@@ -70,75 +77,37 @@ def applicable(pw: Pairwise) -> bool:
     return pw.code == 0 and pw.root
 
 
-@nb.njit(inline="always")
-def _offer(a, i, t0, w, fsr, fir, bs, bi, bth):
-    """Offer row i's scores against a tile (some below a threshold) to i's forward list
-    and the tile columns' backward lists; hits are sparse: found SUB columns at a time."""
-    k = fsr.shape[0]
-    kb = bs.shape[1]
-    kth = fsr[k - 1]
-    btt = bth[t0:t0 + w]
-    for q0 in range(0, w, SUB):
-        q1 = min(q0 + SUB, w)
-        sub = False
-        for q in range(q0, q1):
-            sub |= (a[q] < kth) | (a[q] < btt[q])
-        if not sub:
-            continue
-        for q in range(q0, q1):
-            s = a[q]
-            if s < kth:
-                insert_sorted(fsr, fir, s, t0 + q)
-                kth = fsr[k - 1]
-            j = t0 + q
-            if kb > 0 and s < bth[j]:
-                insert_sorted(bs[j], bi[j], s, i)
-                bth[j] = bs[j, kb - 1]
-
-
 @nb.njit(parallel=True, cache=True, fastmath=_FMA)
 def _knn32_pass(x, nx, lo, hi, yt, ny, tile, chunk, f_idx, f_sc, b_idx, b_sc, b_thr):
     """Rows lo..hi of x (pre-scaled by −2) against all of y in float32; forward lists for
-    these rows, backward lists per thread (merged afterwards), as :func:`~.knn._knn_pass`."""
+    these rows, backward lists per thread (merged afterwards): :func:`~.knn._knn_pass`
+    with float32 scores, two rows per load of a tile."""
     n_y = yt.shape[1]
     k = f_idx.shape[1]
     T = b_idx.shape[0]
-    n = hi - lo
     for t in nb.prange(T):
-        r0 = lo + (n * t) // T
-        r1 = lo + (n * (t + 1)) // T
+        r0, r1 = thread_rows(lo, hi, t, T)
         acc = np.empty(tile, np.float32)
         acc2 = np.empty(tile, np.float32)
         fi = np.empty((chunk, k), np.int32)
         fs = np.empty((chunk, k), np.float32)
-        bi = b_idx[t]
-        bs = b_sc[t]
-        bth = b_thr[t]
+        bi, bs, bth = b_idx[t], b_sc[t], b_thr[t]
         for c0 in range(r0, r1, chunk):
             nr = min(chunk, r1 - c0)
-            for r in range(nr):
-                for q in range(k):
-                    fi[r, q] = -1
-                    fs[r, q] = np.inf
+            reset_lists(fi, fs, nr)
             for t0 in range(0, n_y, tile):
                 w = min(tile, n_y - t0)
-                nyt = ny[t0:t0 + w]
-                btt = bth[t0:t0 + w]
-                a = acc[:w]
-                b = acc2[:w]
                 for r in range(0, nr, 2):
                     i = c0 + r
                     r2 = min(r + 1, nr - 1)  # an odd last row pairs with itself
-                    hi_, hj = _scores32x2(a, b, x[i], x[c0 + r2], nx[i], nx[c0 + r2], nyt, yt,
-                                          t0, w, fs[r, k - 1], fs[r2, k - 1], btt)
+                    hi_, hj = _scores32x2(acc[:w], acc2[:w], x[i], x[c0 + r2], nx[i],
+                                          nx[c0 + r2], ny[t0:t0 + w], yt, t0, w,
+                                          fs[r, k - 1], fs[r2, k - 1], bth[t0:t0 + w])
                     if hi_:
-                        _offer(a, i, t0, w, fs[r], fi[r], bs, bi, bth)
+                        offer(acc, i, t0, w, fs[r], fi[r], bs, bi, bth)
                     if hj and r2 > r:
-                        _offer(b, i + 1, t0, w, fs[r2], fi[r2], bs, bi, bth)
-            for r in range(nr):
-                for q in range(k):
-                    f_idx[c0 + r, q] = fi[r, q]
-                    f_sc[c0 + r, q] = fs[r, q]
+                        offer(acc2, i + 1, t0, w, fs[r2], fi[r2], bs, bi, bth)
+            store_lists(fi, fs, f_idx, f_sc, c0, nr)
 
 
 def _norms32(z32: np.ndarray) -> np.ndarray:
@@ -190,10 +159,12 @@ def knn_screened(pw: Pairwise, k: int, kb: int | None = None, *,
     b_idx = np.full((T, n_y, max(kb, 0)), -1, IDX)
     b_sc = np.full((T, n_y, max(kb, 0)), np.inf, _F32)
     b_thr = np.full((T, n_y), np.inf if kb > 0 else -np.inf, _F32)
+    tune = tuning.matching(pw.x.shape[1])
     rows = row_blocks(n_x)
     for lo in range(0, n_x, rows):
         hi = min(lo + rows, n_x)
-        _knn32_pass(xm2, nx, lo, hi, yt32, ny, TILE, CHUNK, f_idx, f_sc, b_idx, b_sc, b_thr)
+        _knn32_pass(xm2, nx, lo, hi, yt32, ny, tune.tile, tune.chunk, f_idx, f_sc, b_idx,
+                    b_sc, b_thr)
         if progress is not None:
             progress(hi, n_x)
     if kb > 0:
@@ -322,18 +293,26 @@ def _sample_columns(st: np.ndarray, no: np.ndarray, G: int, ng: int, M: int
 
 
 @nb.njit(inline="always")
-def _offer_thr(a, i, t0, btt, tau_i, fi_, fj_, nf, li_, lj_, nl):
+def _append(ii, jj, n, i, j):
+    """Log (i, j) at slot n of (ii, jj) when it fits (past the capacity it is only
+    counted: the caller re-runs with room); returns the next count."""
+    if n < ii.shape[0]:
+        ii[n] = i
+        jj[n] = j
+    return n + 1
+
+
+@nb.njit(inline="always")
+def _offer_thr(a, i, t0, btt, tau_i, logs, nf, nl):
     """Row i's float32 scores ``a`` against the tile of columns from t0 (some below a
-    threshold): appended to the forward log when below i's threshold ``tau_i``, to the
-    backward log when below the column's threshold ``btt[q]``. Hits are sparse: counted
-    SUB columns at a time (a sum of comparisons over slices vectorizes) and looked for
-    only where there are some. Entries past a log's capacity are counted, not written
-    (the caller re-runs). Returns the two log counts."""
-    capf = fi_.shape[0]
-    capb = li_.shape[0]
-    w = a.shape[0]
-    for q0 in range(0, w, SUB):
-        q1 = min(q0 + SUB, w)
+    threshold): appended to the forward log (logs[0], logs[1]) when below i's threshold
+    ``tau_i``, to the backward log (logs[2], logs[3]) when below the column's threshold
+    ``btt[q]``. Hits are sparse: counted SUB columns at a time (a sum of comparisons over
+    slices vectorizes) and looked for only where there are some. Returns the two log
+    counts."""
+    fi_, fj_, li_, lj_ = logs
+    for q0 in range(0, a.shape[0], SUB):
+        q1 = min(q0 + SUB, a.shape[0])
         aa = a[q0:q1]
         bb = btt[q0:q1]
         c = np.int32(0)
@@ -342,18 +321,11 @@ def _offer_thr(a, i, t0, btt, tau_i, fi_, fj_, nf, li_, lj_, nl):
         q = 0
         while c > 0:
             s = aa[q]
-            j = t0 + q0 + q
             if s < tau_i:
-                if nf < capf:
-                    fi_[nf] = i
-                    fj_[nf] = j
-                nf += 1
+                nf = _append(fi_, fj_, nf, i, t0 + q0 + q)
                 c -= 1
             if s < bb[q]:
-                if nl < capb:
-                    li_[nl] = i
-                    lj_[nl] = j
-                nl += 1
+                nl = _append(li_, lj_, nl, i, t0 + q0 + q)
                 c -= 1
             q += 1
     return nf, nl
@@ -376,149 +348,144 @@ def _chunk_band(px, tau_f, nx, c0, nr):
 
 
 @nb.njit(inline="always")
-def _skips(tq, clo, chi, ctm, cn, tlo, thi, ttm, tnm, cerr):
-    """Whether a chunk (:func:`_chunk_band`) skips tile tq: its projections are g away from
-    the tile's and g² − cerr·(the largest squared norms of both) exceeds every threshold of
-    both (see :func:`_thr_pass`)."""
+def _skips(tq, summary, bounds, cerr):
+    """Whether rows with band ``summary`` (:func:`_chunk_band`) skip tile (or block) tq
+    of ``bounds`` = (low, high, largest threshold, largest squared norm) per tile: their
+    projections are g away from the tile's and g² − cerr·(the largest squared norms of
+    both) exceeds every threshold of both (see :func:`_thr_pass`)."""
+    clo, chi, ctm, cn = summary
+    tlo, thi, ttm, tnm = bounds
     g = max(tlo[tq] - chi, clo - thi[tq])
     return g > 0.0 and g * g - cerr * (cn + tnm[tq]) > max(ctm, ttm[tq])
 
 
 @nb.njit(inline="always")
-def _row_skips(r, px, tau_f, nx, bq, blo, bhi, btm, bnm, cerr):
-    """:func:`_skips` for one row and one block of columns: row r's projection is g away
-    from the block's interval and g² − cerr·(the row's and the block's largest squared
-    norms) exceeds the row's threshold and the block's largest."""
-    p = px[r]
-    return _skips(bq, p, p, np.float64(tau_f[r]), np.float64(nx[r]), blo, bhi, btm, bnm,
-                  cerr)
+def _rows_in_band(c0, nr, bq, rows_a, band_):
+    """The rows ra..rb of the chunk c0..c0 + nr that block bq does not rule out: rows are
+    in band order, so the far ones lie at the ends; one row skips a block when its
+    projection is g away from the block's and g² − cerr·(both squared norms) exceeds its
+    threshold and the block's largest (:func:`_skips`)."""
+    _, nx, tau_f = rows_a
+    px, blocks, cerr = band_
+    ra = c0
+    rb = c0 + nr
+    while ra < rb and _skips(bq, (px[ra], px[ra], np.float64(tau_f[ra]),
+                                  np.float64(nx[ra])), blocks, cerr):
+        ra += 1
+    while rb > ra and _skips(bq, (px[rb - 1], px[rb - 1], np.float64(tau_f[rb - 1]),
+                                  np.float64(nx[rb - 1])), blocks, cerr):
+        rb -= 1
+    return ra, rb
 
 
-@nb.njit(parallel=True, cache=True, fastmath=_FMA)
-def _thr_pass(x, nx, lo, hi, yt, ny, tile, chunk, tau_f, tau_b, f_i, f_j, f_n, l_i, l_j,
-              l_n, px, tlo, thi, ttm, tnm, cerr, skipped):
-    """Rows lo..hi of x (pre-scaled by −2) against all of y in float32 (the scores of
-    :func:`_knn32_pass`): every score below its row's threshold ``tau_f`` is logged
-    (f_i, f_j per thread, counts f_n), every score below its column's threshold ``tau_b``
-    too (l_i, l_j, l_n). A thread meets its rows in increasing order.
-    Band (:func:`_band`): ``px`` = the rows' projections on a unit direction, and per tile
-    of columns the interval [tlo, thi] of theirs, their largest threshold ``ttm`` and
-    largest squared norm ``tnm``. A chunk of rows whose interval is g away from a tile's
-    skips that tile when g² − cerr·(the largest squared norms of both) exceeds every
-    threshold of both: each pair's exact squared distance is ≥ g², its float32 score ≥
-    that − cerr·(‖x‖² + ‖y‖²) (the screen's error bound), so neither threshold would log
-    it: the logs are the same (pairs skipped counted in ``skipped``)."""
-    n_y = yt.shape[1]
-    T = f_n.shape[0]
-    n = hi - lo
-    for t in nb.prange(T):
-        r0 = lo + (n * t) // T
-        r1 = lo + (n * (t + 1)) // T
-        acc = np.empty(tile, np.float32)
-        acc2 = np.empty(tile, np.float32)
-        fi_, fj_ = f_i[t], f_j[t]
-        li_, lj_ = l_i[t], l_j[t]
-        nf = 0
-        nl = 0
-        sk = 0
-        for c0 in range(r0, r1, chunk):
-            nr = min(chunk, r1 - c0)
-            clo, chi, ctm, cn = _chunk_band(px, tau_f, nx, c0, nr)
-            for t0 in range(0, n_y, tile):
-                w = min(tile, n_y - t0)
-                if _skips(t0 // tile, clo, chi, ctm, cn, tlo, thi, ttm, tnm, cerr):
-                    sk += nr * w
-                    continue
-                nyt = ny[t0:t0 + w]
-                btt = tau_b[t0:t0 + w]
-                a = acc[:w]
-                b = acc2[:w]
-                for r in range(0, nr, 2):
-                    i = c0 + r
-                    r2 = min(r + 1, nr - 1)  # an odd last row pairs with itself
-                    ki = tau_f[i]
-                    kj = tau_f[c0 + r2]
-                    hi_, hj = _scores32x2(a, b, x[i], x[c0 + r2], nx[i], nx[c0 + r2], nyt, yt,
-                                          t0, w, ki, kj, btt)
-                    if hi_:
-                        nf, nl = _offer_thr(a, i, t0, btt, ki, fi_, fj_, nf, li_, lj_, nl)
-                    if hj and r2 > r:
-                        nf, nl = _offer_thr(b, i + 1, t0, btt, kj, fi_, fj_, nf, li_, lj_, nl)
-        f_n[t] = nf
-        l_n[t] = nl
-        skipped[t] = sk
+@nb.njit(cache=True, fastmath=_FMA)
+def _tile_loop(rows_a, cols_b, c0, nr, t0, w, scratch, logs, nf, nl):
+    """The loop kernel (:func:`~.tiles32.scores32x2`, two rows per load of the tile) for
+    rows c0..c0 + nr against the tile of w columns from t0, the hits logged
+    (:func:`_offer_thr`). Not inlined: only these float32 scores are contracted.
+    Returns the two log counts."""
+    x, nx, tau_f = rows_a
+    yt, ny, tau_b = cols_b
+    a = scratch[0][:w]
+    b = scratch[1][:w]
+    nyt = ny[t0:t0 + w]
+    btt = tau_b[t0:t0 + w]
+    for r in range(0, nr, 2):
+        i = c0 + r
+        r2 = min(r + 1, nr - 1)  # an odd last row pairs with itself
+        ki = tau_f[i]
+        kj = tau_f[c0 + r2]
+        hi_, hj = _scores32x2(a, b, x[i], x[c0 + r2], nx[i], nx[c0 + r2], nyt, yt, t0, w, ki,
+                              kj, btt)
+        if hi_:
+            nf, nl = _offer_thr(a, i, t0, btt, ki, logs, nf, nl)
+        if hj and r2 > r:
+            nf, nl = _offer_thr(b, i + 1, t0, btt, kj, logs, nf, nl)
+    return nf, nl
+
+
+@nb.njit(cache=True)
+def _tile_register(M, rows_a, cols_b, c0, nr, t0, w, bq0, band_, scratch, logs, counts):
+    """The register-blocked kernel (:func:`.vec32.block_hits`, ``M`` attributes) for rows
+    c0..c0 + nr against the tile of w columns from t0: each block of 32 columns is held
+    in registers while the rows the band leaves (:func:`_rows_in_band`; ``bq0``: the
+    tile's first block number) are scored against it; the rows with a hit come back with
+    their masks, logged bit by bit (columns in increasing order). Returns the counts
+    (forward log, backward log, pairs skipped). ``band_`` = (px, block bounds, cerr)."""
+    x, nx, tau_f = rows_a
+    yt, ny, tau_b = cols_b
+    hit_rows, fm, bm = scratch[2], scratch[3], scratch[4]
+    fi_, fj_, li_, lj_ = logs
+    nf, nl, sk = counts
+    B = vec32.BLOCK
+    for j0 in range(t0, t0 + w, B):
+        qmax = min(B, t0 + w - j0)  # a block past the tile's end: the next tile's
+        ra, rb = _rows_in_band(c0, nr, bq0 + (j0 - t0) // B, rows_a, band_)
+        sk += (nr - (rb - ra)) * qmax
+        if ra == rb:
+            continue
+        nh = vec32.block_hits(M, x, nx, tau_f, ra, rb, yt, ny, tau_b, j0, hit_rows, fm, bm)
+        for h in range(nh):
+            i = np.int64(hit_rows[h])
+            for q in range(qmax):
+                if (fm[h] >> q) & 1:
+                    nf = _append(fi_, fj_, nf, i, j0 + q)
+                if (bm[h] >> q) & 1:
+                    nl = _append(li_, lj_, nl, i, j0 + q)
+    return nf, nl, sk
 
 
 @nb.njit(parallel=True, cache=True)
-def _thr_pass_reg(M, x, nx, lo, hi, yt, ny, tile, chunk, tau_f, tau_b, n_y, f_i, f_j, f_n,
-                  l_i, l_j, l_n, px, tlo, thi, ttm, tnm, cerr, skipped, blo, bhi, btm, bnm):
-    """:func:`_thr_pass` with the register-blocked kernel of :mod:`.vec32` (``M``
-    attributes; ``x`` (n, M) and ``yt`` (M, ·) padded by :func:`.vec32.pad_rows` and
-    :func:`.vec32.pad_columns`, ``ny`` and ``tau_b`` with them): the same band, the same
-    logs in the same order for each row. Per tile of the band, each block of 32 columns is
-    held in registers while every row of the chunk is scored against it; the kernel
-    returns the rows with a hit and their masks, which are logged bit by bit (columns in
-    increasing order). The band also acts per block and row (``blo``, ``bhi``, ``btm``,
-    ``bnm``: :func:`_band`'s intervals, largest thresholds and squared norms of blocks of
-    32 columns): the rows of the chunk that :func:`_row_skips` rules out at its start and
-    end are not scored (rows are in band order, so the far ones lie at the ends; those
-    rows hold no pair below a threshold there, so the logs stay the same)."""
+def _thr_pass(M, rows_a, cols_b, lo, hi, n_y, sizes, band_, f_i, f_j, l_i, l_j, f_n, l_n,
+              skipped):
+    """Rows lo..hi of x against the n_y columns of y in float32 (the scores of
+    :func:`_knn32_pass`): every score below its row's threshold is logged, every score
+    below its column's threshold too. ``rows_a`` = (x pre-scaled by −2, float32 norms,
+    thresholds τ_f); ``cols_b`` = (yᵀ, norms, thresholds τ_b); ``sizes`` = (tile, chunk);
+    the logs (f_i, f_j), (l_i, l_j) and their counts f_n, l_n and the pairs skipped, per
+    thread (arrays the kernel writes are arguments of their own: numba loses a parallel
+    loop's writes to arrays unpacked from a tuple argument). A thread meets its rows in increasing order. With M > 0 the register kernel
+    of :mod:`.vec32` scores (``x``, ``yt`` padded by :func:`.vec32.pad_rows` and
+    :func:`.vec32.pad_columns`, ``ny`` and ``τ_b`` with them), else the loop kernel: the
+    same logs in the same order for each row.
+    Band (:func:`_band`; ``band_`` = (px, tile bounds, block bounds, cerr)): ``px`` = the
+    rows' projections on a unit direction, and per tile of columns (and per block of 32
+    of them) the interval of theirs, their largest threshold and largest squared norm. A
+    chunk of rows whose interval is g away from a tile's skips that tile when g² −
+    cerr·(the largest squared norms of both) exceeds every threshold of both: each pair's
+    exact squared distance is ≥ g², its float32 score ≥ that − cerr·(‖x‖² + ‖y‖²) (the
+    screen's error bound), so neither threshold would log it: the logs are the same
+    (pairs skipped counted). The register kernel also skips the rows at a chunk's ends
+    that a block rules out (:func:`_rows_in_band`)."""
+    # a parfor takes arrays and scalars, not tuples holding arrays: unpacked here, and
+    # packed again in the loop
+    tile, chunk = sizes
+    x, nx, tau_f = rows_a
+    yt, ny, tau_b = cols_b
+    px, (tlo, thi, ttm, tnm), (blo, bhi, btm, bnm), cerr = band_
     T = f_n.shape[0]
-    n = hi - lo
-    B = vec32.BLOCK
-    nbt = -(-tile // B)  # blocks per tile (see _band)
+    nbt = -(-tile // vec32.BLOCK)  # blocks per tile (see _band)
     for t in nb.prange(T):
-        r0 = lo + (n * t) // T
-        r1 = lo + (n * (t + 1)) // T
-        rows = np.empty(chunk, np.int32)
-        fm = np.empty(chunk, np.uint32)
-        bm = np.empty(chunk, np.uint32)
-        fi_, fj_ = f_i[t], f_j[t]
-        li_, lj_ = l_i[t], l_j[t]
-        capf = fi_.shape[0]
-        capb = li_.shape[0]
-        nf = 0
-        nl = 0
-        sk = 0
+        r0, r1 = thread_rows(lo, hi, t, T)
+        scratch = (np.empty(tile, np.float32), np.empty(tile, np.float32),
+                   np.empty(chunk, np.int32), np.empty(chunk, np.uint32),
+                   np.empty(chunk, np.uint32))
+        mine = (f_i[t], f_j[t], l_i[t], l_j[t])
+        ra, cb = (x, nx, tau_f), (yt, ny, tau_b)
+        nf = nl = sk = 0
         for c0 in range(r0, r1, chunk):
             nr = min(chunk, r1 - c0)
-            clo, chi, ctm, cn = _chunk_band(px, tau_f, nx, c0, nr)
+            summary = _chunk_band(px, tau_f, nx, c0, nr)
             for t0 in range(0, n_y, tile):
                 w = min(tile, n_y - t0)
-                if _skips(t0 // tile, clo, chi, ctm, cn, tlo, thi, ttm, tnm, cerr):
+                if _skips(t0 // tile, summary, (tlo, thi, ttm, tnm), cerr):
                     sk += nr * w
-                    continue
-                for j0 in range(t0, t0 + w, B):
-                    qmax = min(B, t0 + w - j0)  # a block past the tile's end: the next tile's
-                    bq = (t0 // tile) * nbt + (j0 - t0) // B
-                    ra = c0
-                    rb = c0 + nr
-                    while ra < rb and _row_skips(ra, px, tau_f, nx, bq, blo, bhi, btm, bnm,
-                                                 cerr):
-                        ra += 1
-                    while rb > ra and _row_skips(rb - 1, px, tau_f, nx, bq, blo, bhi, btm,
-                                                 bnm, cerr):
-                        rb -= 1
-                    sk += (nr - (rb - ra)) * qmax
-                    if ra == rb:
-                        continue
-                    nh = vec32.block_hits(M, x, nx, tau_f, ra, rb, yt, ny, tau_b, j0,
-                                          rows, fm, bm)
-                    for h in range(nh):
-                        i = np.int64(rows[h])
-                        f = fm[h]
-                        b = bm[h]
-                        for q in range(qmax):
-                            if (f >> q) & 1:
-                                if nf < capf:
-                                    fi_[nf] = i
-                                    fj_[nf] = j0 + q
-                                nf += 1
-                            if (b >> q) & 1:
-                                if nl < capb:
-                                    li_[nl] = i
-                                    lj_[nl] = j0 + q
-                                nl += 1
+                elif M > 0:
+                    nf, nl, sk = _tile_register(M, ra, cb, c0, nr, t0, w, (t0 // tile) * nbt,
+                                                (px, (blo, bhi, btm, bnm), cerr), scratch,
+                                                mine, (nf, nl, sk))
+                else:
+                    nf, nl = _tile_loop(ra, cb, c0, nr, t0, w, scratch, mine, nf, nl)
         f_n[t] = nf
         l_n[t] = nl
         skipped[t] = sk
@@ -543,14 +510,15 @@ def _group(keys, vals, lo, n):
 
 
 @nb.njit(parallel=True, cache=True)
-def _truncate(ptr, idx, x, y, yflat, out_i, out_s, nxt, dest):
+def _truncate(ptr, idx, x, y, yflat, out_i, out_s, nxt, dest, ahead):
     """Each group scored exactly (the squared Euclidean score of x[dest[r]] and y[idx[p]]:
     :func:`~.knn.pair_costs`' sum, the same bits), sorted by (score, index), cut to the
     width of ``out_i`` (missing entries −1, +inf) and written to row ``dest[r]``; ``nxt`` =
     the first score cut off (+inf: none). Insertion into the row of ``out_i``/``out_s``
     itself: groups are about twice the width, so this costs less than sorting each group
     (two argsorts and their temporaries per row). Scoring here instead of into an array
-    first saves that array and its row index (and their page faults)."""
+    first saves that array and its row index (and their page faults). The partner row
+    ``ahead`` entries on is prefetched (:func:`~..tuning.matching`; 0: none)."""
     W = out_i.shape[1]
     m = x.shape[1]
     for r in nb.prange(ptr.shape[0] - 1):
@@ -562,9 +530,8 @@ def _truncate(ptr, idx, x, y, yflat, out_i, out_s, nxt, dest):
         h = 0  # entries held, sorted by (score, index)
         end = ptr[r + 1]
         for p in range(ptr[r], end):
-            if p + PAIR_AHEAD < end:
-                prefetch(yflat, idx[p + PAIR_AHEAD] * m)
-                prefetch(yflat, idx[p + PAIR_AHEAD] * m + m - 1)
+            if ahead > 0 and p + ahead < end:
+                prefetch_row(yflat, idx[p + ahead], m)
             j = idx[p]
             s = 0.0
             for k in range(m):
@@ -605,7 +572,7 @@ def _finish_lists(pw: Pairwise, ptr: np.ndarray, part: np.ndarray, lo: int, n: i
     logged."""
     nxt = np.empty(n)
     _truncate(ptr, part, pw.x, pw.y, pw.y.reshape(-1), out_i, out_s, nxt,
-              np.ascontiguousarray(rec[lo:lo + n]))
+              np.ascontiguousarray(rec[lo:lo + n]), tuning.matching(pw.x.shape[1]).ahead)
     with np.errstate(invalid="ignore"):
         lb = np.maximum(lower_bound(tau.astype(np.float64), pw.x[rec[lo:lo + n]]), 0.0)
     lb[~np.isfinite(tau)] = np.inf
@@ -705,25 +672,139 @@ def _sample_thresholds(z32: np.ndarray, nz: np.ndarray, other32: np.ndarray,
     G, ng, qr = _group_size(other32.shape[0], mean)
     if ng == 0:
         return np.full(n, np.inf, _F32)
+    tune = tuning.matching(z32.shape[1])
     st = np.ascontiguousarray(other32[:G * ng].T)
     zm2 = -2.0 * z32
     M = vec32.width_for(z32.shape[1]) if REGISTER_KERNEL else 0
     if M:
         zm2 = vec32.pad_rows(zm2, M)
-        stp, nop, Gp = _sample_columns(st, no, G, ng, M)
+        cols_p, norms_p, Gp = _sample_columns(st, no, G, ng, M)
     mins = np.empty((n, ng), np.int32)  # float32 bits (see _min_bits)
     step = row_blocks(n, 8)
     for lo in range(0, n, step):
         hi = min(lo + step, n)
         if M:
-            _group_min_pass_reg(M, zm2[lo:hi], nz[lo:hi], stp, nop, CHUNK, Gp, T,
+            _group_min_pass_reg(M, zm2[lo:hi], nz[lo:hi], cols_p, norms_p, tune.chunk, Gp, T,
                                 mins[lo:hi])
         else:
-            _group_min_pass(zm2[lo:hi], nz[lo:hi], st, no[:G * ng], TILE, CHUNK, G, T,
-                            mins[lo:hi])
+            _group_min_pass(zm2[lo:hi], nz[lo:hi], st, no[:G * ng], tune.tile, tune.chunk, G,
+                            T, mins[lo:hi])
         if progress is not None:
             progress(hi, n)
     return np.ascontiguousarray(np.partition(mins, qr - 1, axis=1)[:, qr - 1]).view(_F32)
+
+
+@dataclasses.dataclass
+class _Pass:
+    """The threshold pass's inputs in band order (:func:`_band`): ``ox``, ``oy`` the
+    records' numbers of the sorted rows and columns; ``rows_a``, ``cols_b``, ``band_``,
+    ``M`` the arguments of :func:`_thr_pass`; ``tau_b`` the columns' thresholds
+    (unpadded); ``sizes`` (tile, chunk)."""
+
+    ox: np.ndarray
+    oy: np.ndarray
+    rows_a: tuple
+    cols_b: tuple
+    band_: tuple
+    M: int
+    tau_b: np.ndarray
+    sizes: tuple[int, int]
+
+
+def _pass_inputs(pw: Pairwise, x32: np.ndarray, nx: np.ndarray, y32: np.ndarray,
+                 ny: np.ndarray, tau_f: np.ndarray, tau_b: np.ndarray) -> _Pass:
+    """Both files in band order (:func:`_band`, the logged pairs are mapped back to the
+    records' own numbers by ``ox``, ``oy``), rows pre-scaled by −2, and for the register
+    kernel (files of up to 16 attributes) padded with zeros (:mod:`.vec32`)."""
+    tune = tuning.matching(pw.x.shape[1])
+    ox, oy, px, *bounds = _band(pw.x, pw.y, tau_f, tau_b, tune.tile, vec32.BLOCK)
+    # the float32 scores' error constant (lower_bound's c), with room for the float32 norms
+    cerr = error_constant(pw.x.shape[1]) * 1.01
+    xm2, yt32 = -2.0 * x32[ox], np.take(np.ascontiguousarray(y32.T), oy, axis=1)
+    ny_s, tau_bs = ny[oy], tau_b[oy]
+    M = vec32.width_for(pw.x.shape[1]) if REGISTER_KERNEL else 0
+    cols_b = (yt32, ny_s, tau_bs)
+    if M:
+        xm2 = vec32.pad_rows(xm2, M)
+        cols_b = vec32.pad_columns(yt32, ny_s, tau_bs, M)
+    return _Pass(ox, oy, (np.ascontiguousarray(xm2), nx[ox], tau_f[ox]), cols_b,
+                 (px, tuple(bounds[:4]), tuple(bounds[4:]), cerr), M, tau_bs,
+                 (tune.tile, tune.chunk))
+
+
+def _run_pass(ps: _Pass, lo: int, hi: int, n_y: int, cap: int, T: int
+              ) -> tuple[tuple, tuple, int]:
+    """:func:`_thr_pass` for rows lo..hi with ``cap`` log entries per thread, run again
+    with more room while a log overflowed. Returns (logs, counts, re-runs)."""
+    counts = (np.zeros(T, np.int64), np.zeros(T, np.int64), np.zeros(T, np.int64))
+    reruns = 0
+    while True:
+        logs = tuple(np.empty((T, cap), IDX) for _ in range(4))
+        _thr_pass(ps.M, ps.rows_a, ps.cols_b, lo, hi, n_y, ps.sizes, ps.band_, *logs, *counts)
+        most = max(counts[0].max(), counts[1].max())
+        if most <= cap:
+            return logs, counts, reruns
+        reruns += 1
+        cap = int(most * 1.25) + 64
+
+
+def _logged(ii: np.ndarray, jj: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The per-thread logs (ii, jj) cut to their counts, concatenated."""
+    T = n.shape[0]
+    return (np.concatenate([ii[t, :n[t]] for t in range(T)]),
+            np.concatenate([jj[t, :n[t]] for t in range(T)]))
+
+
+class _BackLog:
+    """The backward log of the whole pass, in one buffer (8 bytes an entry; grown when
+    full): (column, row) pairs in the records' own numbers."""
+
+    def __init__(self, size: int) -> None:
+        self.buf = np.empty((2, size), IDX)
+        self.n = 0
+
+    def add(self, cols: np.ndarray, rows: np.ndarray) -> None:
+        k = cols.shape[0]
+        if self.n + k > self.buf.shape[1]:
+            grow = np.empty((2, max(k, self.n // 2)), IDX)
+            self.buf = np.concatenate([self.buf[:, :self.n], grow], 1)
+        self.buf[0, self.n:self.n + k] = cols
+        self.buf[1, self.n:self.n + k] = rows
+        self.n += k
+
+
+@dataclasses.dataclass
+class _Lists:
+    """Lists of one direction being filled: indices, exact scores, bounds, and the
+    records whose lists came out short (to refill)."""
+
+    idx: np.ndarray
+    score: np.ndarray
+    bound: np.ndarray
+    short: list[np.ndarray] = dataclasses.field(default_factory=list)
+
+    @classmethod
+    def empty(cls, n: int, width: int) -> _Lists:
+        return cls(np.empty((n, width), IDX), np.empty((n, width)), np.empty(n))
+
+
+def _add_lists(sq: Pairwise, lists: _Lists, grouped: tuple[np.ndarray, np.ndarray],
+               lo: int, n: int, tau: np.ndarray, rec: np.ndarray, k_min: int) -> None:
+    """Logged pairs of keys lo..lo + n (sorted positions; ``rec`` their records), grouped
+    by key (:func:`_group`), as exact lists (:func:`_finish_lists` with ``sq``, the
+    squared Euclidean scores), their bounds, and the records with fewer than ``k_min``
+    pairs logged noted as short."""
+    b, cnt = _finish_lists(sq, *grouped, lo, n, tau, rec, lists.idx, lists.score)
+    lists.bound[rec[lo:lo + n]] = b
+    lists.short.append(rec[lo + np.flatnonzero(cnt < k_min)])
+
+
+def _refill(pw: Pairwise, lists: _Lists) -> int:
+    """Refill the short lists (:func:`_refill_short`); returns how many."""
+    short = np.concatenate(lists.short)
+    if short.size:
+        _refill_short(pw, short, lists.idx, lists.score, lists.bound)
+    return int(short.size)
 
 
 def knn_thresholds(pw: Pairwise, width: int, *, mean: float | None = None,
@@ -746,124 +827,81 @@ def knn_thresholds(pw: Pairwise, width: int, *, mean: float | None = None,
     T = int(threads or nb.get_num_threads())
     x32 = np.ascontiguousarray(pw.x, dtype=_F32)
     y32 = np.ascontiguousarray(pw.y, dtype=_F32)
-    yt32 = np.ascontiguousarray(y32.T)
     nx, ny = _norms32(x32), _norms32(y32)
-    xm2 = -2.0 * x32
     # the samples: groups of the first columns (for the rows' thresholds) and of the first
     # rows (for the columns'); progress in pairs scored, the two samples then the pass
-    Gc, ngc, _ = _group_size(n_y, L)
-    Gr, ngr, _ = _group_size(n_x, L)
-    S, R = Gc * ngc, Gr * ngr
+    S = np.prod(_group_size(n_y, L)[:2])
+    R = np.prod(_group_size(n_x, L)[:2])
     total = float(n_x) * S + float(n_y) * R + float(n_x) * n_y
 
     def report(done: float) -> None:
         if progress is not None:
             progress(int(1000 * done / total), 1000)
 
+    st: dict = {"sample_cols": int(S), "sample_rows": int(R), "reruns": 0}
     t0 = time.perf_counter()
     tau_f = _sample_thresholds(x32, nx, y32, ny, L, T, lambda d, n: report(float(d) * S))
     tau_b = _sample_thresholds(y32, ny, x32, nx, L, T,
                                lambda d, n: report(float(n_x) * S + float(d) * R))
-    t_sample = time.perf_counter() - t0
-    # the pass runs on both files in band order (_band); logged pairs are mapped back to
-    # the records' own numbers (ox, oy) before their lists are made
-    ox, oy, px, tlo, thi, ttm, tnm, blo, bhi, btm, bnm = _band(pw.x, pw.y, tau_f, tau_b,
-                                                               TILE, vec32.BLOCK)
-    # the float32 scores' error constant (lower_bound's c), with room for the float32 norms
-    cerr = error_constant(pw.x.shape[1]) * 1.01
-    xm2, nx_s, tau_fs = xm2[ox], nx[ox], tau_f[ox]
-    yt32, ny_s, tau_bs = np.take(yt32, oy, axis=1), ny[oy], tau_b[oy]
-    # the register-blocked kernel (files of up to 16 attributes, padded with zeros)
-    M = vec32.width_for(pw.x.shape[1]) if REGISTER_KERNEL else 0
-    if M:
-        xm2 = vec32.pad_rows(xm2, M)
-        yt32, ny_p, tau_bp = vec32.pad_columns(yt32, ny_s, tau_bs, M)
-    fwd_i = np.empty((n_x, W), IDX)
-    fwd_s = np.empty((n_x, W))
-    fwd_b = np.empty(n_x)
-    sq = dataclasses.replace(pw, root=False)
-    # the backward log of the whole pass, in one buffer (8 bytes an entry; grown when full)
-    bl = np.empty((2, int(n_y * L * 1.1) + 1024), IDX)
-    nbl = 0
-    edges = list(range(0, n_x, row_blocks(n_x))) + [n_x]
-    per_row = int(LOG_FACTOR * L + LOG_FLOOR)
-    f_n = np.zeros(T, np.int64)
-    l_n = np.zeros(T, np.int64)
-    sk = np.zeros(T, np.int64)
-    skipped = 0
-    reruns = 0
-    t_rest = t_lists = 0.0
-    # lists shorter than this are refilled (union graphs of short lists can lack a perfect
-    # matching)
+    st["seconds_sample"] = time.perf_counter() - t0
+    ps = _pass_inputs(pw, x32, nx, y32, ny, tau_f, tau_b)
+    del x32, y32
+    fwd = _Lists.empty(n_x, W)
+    back = _BackLog(int(n_y * L * 1.1) + 1024)
+    # lists shorter than this are refilled (union graphs of short lists can lack a
+    # perfect matching)
     k_min = int(min(W, MIN_LIST))
-    short_f: list[np.ndarray] = []
-    for lo, hi in zip(edges[:-1], edges[1:], strict=True):
-        t0 = time.perf_counter()
-        cap = per_row * (-(-(hi - lo) // T))
-        while True:
-            f_i = np.empty((T, cap), IDX)
-            f_j = np.empty((T, cap), IDX)
-            l_i = np.empty((T, cap), IDX)
-            l_j = np.empty((T, cap), IDX)
-            if M:
-                _thr_pass_reg(M, xm2, nx_s, lo, hi, yt32, ny_p, TILE, CHUNK, tau_fs, tau_bp,
-                              n_y, f_i, f_j, f_n, l_i, l_j, l_n, px, tlo, thi, ttm, tnm,
-                              cerr, sk, blo, bhi, btm, bnm)
-            else:
-                _thr_pass(xm2, nx_s, lo, hi, yt32, ny_s, TILE, CHUNK, tau_fs, tau_bs, f_i,
-                          f_j, f_n, l_i, l_j, l_n, px, tlo, thi, ttm, tnm, cerr, sk)
-            if max(f_n.max(), l_n.max()) <= cap:
-                break
-            reruns += 1
-            cap = int(max(f_n.max(), l_n.max()) * 1.25) + 64
-        skipped += int(sk.sum())
-        t1 = time.perf_counter()
-        t_rest += t1 - t0
-        keys = np.concatenate([f_i[t, :f_n[t]] for t in range(T)])
-        vals = oy[np.concatenate([f_j[t, :f_n[t]] for t in range(T)])]
-        ptr, part = _group(keys, vals, lo, hi - lo)
-        del keys, vals
-        b, cnt = _finish_lists(sq, ptr, part, lo, hi - lo, tau_fs[lo:hi], ox, fwd_i, fwd_s)
-        del ptr, part
-        fwd_b[ox[lo:hi]] = b
-        short_f.append(ox[lo + np.flatnonzero(cnt < k_min)])
-        add = int(l_n.sum())
-        if nbl + add > bl.shape[1]:
-            bl = np.concatenate([bl[:, :nbl], np.empty((2, max(add, nbl // 2)), IDX)], 1)
-        for t in range(T):
-            bl[0, nbl:nbl + l_n[t]] = l_j[t, :l_n[t]]
-            bl[1, nbl:nbl + l_n[t]] = ox[l_i[t, :l_n[t]]]
-            nbl += int(l_n[t])
-        del f_i, f_j, l_i, l_j
-        t_lists += time.perf_counter() - t1
-        report(float(n_x) * S + float(n_y) * R + float(n_y) * hi)
-    del xm2, yt32
+    _forward_pass(pw, ps, fwd, back, (L, T, k_min), st,
+                  lambda hi: report(float(n_x) * S + float(n_y) * R + float(n_y) * hi))
+    ps.rows_a = ps.cols_b = ()  # the pass's copies
     t1 = time.perf_counter()
     # grouped, the log is freed before the lists are made (the k-NN pass's peak at 10⁶)
-    ptr, part = _group(bl[0, :nbl], bl[1, :nbl], 0, n_y)
-    del bl
-    bwd_i = np.empty((n_y, W), IDX)
-    bwd_s = np.empty((n_y, W))
-    bwd_b = np.empty(n_y)
+    grouped = _group(back.buf[0, :back.n], back.buf[1, :back.n], 0, n_y)
+    st["bwd_logged"] = back.n
+    del back
+    bwd = _Lists.empty(n_y, W)
     pw_t = pw.swapped()
-    b, cnt = _finish_lists(dataclasses.replace(pw_t, root=False), ptr, part, 0, n_y, tau_bs,
-                           oy, bwd_i, bwd_s)
-    bwd_b[oy] = b
-    del ptr, part
-    t_lists += time.perf_counter() - t1
+    _add_lists(dataclasses.replace(pw_t, root=False), bwd, grouped, 0, n_y, ps.tau_b, ps.oy,
+               k_min)
+    del grouped
+    st["seconds_lists"] += time.perf_counter() - t1
     # lists whose sample threshold came out low: the smallest scores over the whole file
     t1 = time.perf_counter()
-    short_f = np.concatenate(short_f)
-    short_b = oy[np.flatnonzero(cnt < k_min)]
-    if short_f.size:
-        _refill_short(pw, short_f, fwd_i, fwd_s, fwd_b)
-    if short_b.size:
-        _refill_short(pw_t, short_b, bwd_i, bwd_s, bwd_b)
-    t_short = time.perf_counter() - t1
+    st["short_rows"], st["short_cols"] = _refill(pw, fwd), _refill(pw_t, bwd)
+    st["seconds_short"] = time.perf_counter() - t1
     if stats is not None:
-        stats.update(sample_cols=S, sample_rows=R, reruns=reruns, seconds_sample=t_sample,
-                     seconds_rest=t_rest, seconds_lists=t_lists, seconds_short=t_short,
-                     short_rows=int(short_f.size), short_cols=int(short_b.size),
-                     fwd_logged=int(np.isfinite(fwd_s).sum()), bwd_logged=nbl,
-                     band_skipped=skipped / (float(n_x) * n_y))
-    return KNN(fwd_i, fwd_s, bwd_i, bwd_s, fwd_b, bwd_b)
+        stats.update(st, fwd_logged=int(np.isfinite(fwd.score).sum()),
+                     band_skipped=st.pop("skipped") / (float(n_x) * n_y))
+    return KNN(fwd.idx, fwd.score, bwd.idx, bwd.score, fwd.bound, bwd.bound)
+
+
+def _forward_pass(pw: Pairwise, ps: _Pass, fwd: _Lists, back: _BackLog, params: tuple,
+                  st: dict, report: Callable[[int], None]) -> None:
+    """The threshold pass (:func:`_thr_pass`) in blocks of rows: each block's forward
+    log made into its rows' lists (``fwd``) at once, its backward log appended to
+    ``back``. ``params`` = (mean list length, threads, shortest list kept); time, re-runs
+    and pairs skipped go to ``st``."""
+    L, T, k_min = params
+    n_x, n_y = pw.x.shape[0], pw.y.shape[0]
+    sq = dataclasses.replace(pw, root=False)
+    edges = list(range(0, n_x, row_blocks(n_x))) + [n_x]
+    per_row = int(LOG_FACTOR * L + LOG_FLOOR)
+    st.update(seconds_rest=0.0, seconds_lists=0.0, skipped=0)
+    for lo, hi in zip(edges[:-1], edges[1:], strict=True):
+        t0 = time.perf_counter()
+        logs, (f_n, l_n, sk), reruns = _run_pass(ps, lo, hi, n_y,
+                                                 per_row * (-(-(hi - lo) // T)), T)
+        st["reruns"] += reruns
+        st["skipped"] += int(sk.sum())
+        t1 = time.perf_counter()
+        st["seconds_rest"] += t1 - t0
+        keys, partners = _logged(logs[0], logs[1], f_n)
+        grouped = _group(keys, ps.oy[partners], lo, hi - lo)
+        del keys, partners
+        _add_lists(sq, fwd, grouped, lo, hi - lo, ps.rows_a[2][lo:hi], ps.ox, k_min)
+        del grouped
+        cols, rows = _logged(logs[3], logs[2], l_n)
+        back.add(cols, ps.ox[rows])
+        del logs, cols, rows
+        st["seconds_lists"] += time.perf_counter() - t1
+        report(hi)
