@@ -759,68 +759,44 @@ def scan_gated(pw: Pairwise, rows: np.ndarray, off: np.ndarray, key: np.ndarray,
 
 
 @nb.njit(parallel=True, cache=True)
-def _count_within(x, yt, metric, degree, kxx, kyy, tflat, toff, tsize, root, thr, strict,
-                  tile, chunk, out):
-    """out[i] = #{j : cost(x_i, y_j) < thr_i} (strict) or ≤ thr_i."""
+def _within(x, yt, args, root, thr, strict, sizes, start, out_idx, out_cost):
+    """The columns j with cost(x_i, y_j) < thr_i (``strict``) or ≤ thr_i, per row in
+    ascending order: counted (start[i] += their number) when ``out_idx`` is empty, else
+    written from position start[i] of ``out_idx``/``out_cost`` (the CSR fill, start =
+    the row pointers, advanced). ``sizes`` = (tile, chunk)."""
+    metric, degree, kxx, kyy, tflat, toff, tsize = args
+    tile, chunk = sizes
+    fill = out_idx.shape[0] > 0
     n = x.shape[0]
     n_y = yt.shape[1]
-    n_chunks = (n + chunk - 1) // chunk
-    for c in nb.prange(n_chunks):
+    for c in nb.prange((n + chunk - 1) // chunk):
         lo = c * chunk
         hi = min(lo + chunk, n)
         acc = np.empty(tile)
-        for i in range(lo, hi):
-            out[i] = 0
         for t0 in range(0, n_y, tile):
             w = min(tile, n_y - t0)
             for i in range(lo, hi):
                 _scores(acc, x[i], yt, t0, w, metric, degree, kxx[i], kyy, tflat, toff,
                         tsize)
                 th = thr[i]
-                cnt = 0
+                p = start[i]
                 for q in range(w):
                     c_ = _cost(acc[q], root)
                     if c_ < th or (not strict and c_ == th):
-                        cnt += 1
-                out[i] += cnt
-
-
-@nb.njit(parallel=True, cache=True)
-def _fill_within(x, yt, metric, degree, kxx, kyy, tflat, toff, tsize, root, thr, tile, chunk,
-                 indptr, out_idx, out_cost):
-    """CSR fill of {j : cost(x_i, y_j) ≤ thr_i}, columns ascending (sizes from _count_within)."""
-    n = x.shape[0]
-    n_y = yt.shape[1]
-    n_chunks = (n + chunk - 1) // chunk
-    for c in nb.prange(n_chunks):
-        lo = c * chunk
-        hi = min(lo + chunk, n)
-        acc = np.empty(tile)
-        pos = np.empty(hi - lo, np.int64)
-        for i in range(lo, hi):
-            pos[i - lo] = indptr[i]
-        for t0 in range(0, n_y, tile):
-            w = min(tile, n_y - t0)
-            for i in range(lo, hi):
-                _scores(acc, x[i], yt, t0, w, metric, degree, kxx[i], kyy, tflat, toff,
-                        tsize)
-                th = thr[i]
-                p = pos[i - lo]
-                for q in range(w):
-                    c_ = _cost(acc[q], root)
-                    if c_ <= th:
-                        out_idx[p] = t0 + q
-                        out_cost[p] = c_
+                        if fill:
+                            out_idx[p] = t0 + q
+                            out_cost[p] = c_
                         p += 1
-                pos[i - lo] = p
+                start[i] = p
 
 
 def count_within(pw: Pairwise, thr: np.ndarray, *, strict: bool = False) -> np.ndarray:
     """Per x row, the number of y rows at cost < thr_i (``strict``) or ≤ thr_i."""
     n = pw.x.shape[0]
     thr = np.ascontiguousarray(np.broadcast_to(thr, (n,)), dtype=np.float64)
-    out = np.empty(n, np.int64)
-    _count_within(pw.x, pw.cols, *pw.args, pw.root, thr, bool(strict), pw.tile, 16, out)
+    out = np.zeros(n, np.int64)
+    _within(pw.x, pw.cols, pw.args, pw.root, thr, bool(strict), (pw.tile, 16), out,
+            np.empty(0, np.int64), np.empty(0))
     return out
 
 
@@ -841,7 +817,8 @@ def within_graph(pw: Pairwise, thr: np.ndarray, *, max_edges: int | None = None
     np.cumsum(cnt, out=indptr[1:])
     idx = np.empty(total, np.int64)
     cost = np.empty(total)
-    _fill_within(pw.x, pw.cols, *pw.args, pw.root, thr, pw.tile, 16, indptr, idx, cost)
+    _within(pw.x, pw.cols, pw.args, pw.root, thr, False, (pw.tile, 16), indptr[:-1].copy(),
+            idx, cost)
     return indptr, idx, cost
 
 

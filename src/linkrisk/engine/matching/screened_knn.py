@@ -222,56 +222,54 @@ def _min_bits(a):
     return m
 
 
-@nb.njit(parallel=True, cache=True, fastmath=_FMA)
-def _group_min_pass(x, nx, yt, ny, tile, chunk, G, T, out):
-    """out[i, g] = the smallest float32 score of row i of x (pre-scaled by −2) against
-    columns g·G .. (g+1)·G − 1 of yt (the scores of :func:`_knn32_pass`) as int32 bits
-    (:func:`_min_bits`), rows split among T threads."""
-    n = x.shape[0]
-    ng = out.shape[1]
-    for t in nb.prange(T):
-        r0 = (n * t) // T
-        r1 = (n * (t + 1)) // T
-        acc = np.empty(tile, np.float32)
-        acc2 = np.empty(tile, np.float32)
-        ai = acc.view(np.int32)
-        bi = acc2.view(np.int32)
-        never = np.full(tile, -np.inf, np.float32)  # no column threshold: no hits
-        for c0 in range(r0, r1, chunk):
-            nr = min(chunk, r1 - c0)
-            for g in range(ng):
-                for r in range(nr):
-                    out[c0 + r, g] = 2147483647
-                for t0 in range(g * G, (g + 1) * G, tile):
-                    w = min(tile, (g + 1) * G - t0)
-                    nyt = ny[t0:t0 + w]
-                    for r in range(0, nr, 2):
-                        i = c0 + r
-                        r2 = min(r + 1, nr - 1)  # an odd last row pairs with itself
-                        _scores32x2(acc[:w], acc2[:w], x[i], x[c0 + r2], nx[i], nx[c0 + r2],
-                                    nyt, yt, t0, w, -np.inf, -np.inf, never[:w])
-                        out[i, g] = min(out[i, g], _min_bits(ai[:w]))
-                        out[c0 + r2, g] = min(out[c0 + r2, g], _min_bits(bi[:w]))
+@nb.njit(cache=True, fastmath=_FMA)
+def _group_min_loop(x, nx, yt, ny, c0, nr, j0, j1, scratch):
+    """mins[r] = min(itself, the smallest float32 score (as int32 bits, :func:`_min_bits`)
+    of row c0 + r of x against columns j0..j1 of yt) for r < nr, with the loop kernel
+    (:func:`~.tiles32.scores32x2`, two rows per load, in tiles). Not inlined: only these
+    float32 scores are contracted."""
+    acc, acc2, never, mins = scratch
+    tile = acc.shape[0]
+    ai = acc.view(np.int32)
+    bi = acc2.view(np.int32)
+    for t0 in range(j0, j1, tile):
+        w = min(tile, j1 - t0)
+        for r in range(0, nr, 2):
+            i = c0 + r
+            r2 = min(r + 1, nr - 1)  # an odd last row pairs with itself
+            _scores32x2(acc[:w], acc2[:w], x[i], x[c0 + r2], nx[i], nx[c0 + r2],
+                        ny[t0:t0 + w], yt, t0, w, -np.inf, -np.inf, never[:w])
+            mins[r] = min(mins[r], _min_bits(ai[:w]))
+            mins[r2] = min(mins[r2], _min_bits(bi[:w]))
 
 
 @nb.njit(parallel=True, cache=True)
-def _group_min_pass_reg(M, x, nx, yt, ny, chunk, Gp, T, out):
-    """:func:`_group_min_pass` with the register-blocked kernel of :mod:`.vec32`: group g
-    is columns g·Gp .. (g+1)·Gp − 1 of ``yt`` (M, ng·Gp), its records followed by padding
-    columns of norm +inf (:func:`_sample_columns`); the same minima, bit for bit (the same
+def _group_min_pass(M, x, nx, yt, ny, sizes, G, T, out):
+    """out[i, g] = the smallest float32 score of row i of x (pre-scaled by −2) against
+    columns g·G .. (g+1)·G − 1 of yt (the scores of :func:`_knn32_pass`) as int32 bits
+    (:func:`_min_bits`), rows split among T threads, ``sizes`` = (tile, chunk). With M > 0
+    the register-blocked kernel of :mod:`.vec32` scores (``x`` padded to M attributes;
+    group g of ``yt`` (M, ng·G) is its records followed by padding columns of norm +inf,
+    :func:`_sample_columns`), else the loop kernel: the same minima, bit for bit (the same
     float32 scores)."""
+    tile, chunk = sizes
     n = x.shape[0]
     ng = out.shape[1]
     for t in nb.prange(T):
-        r0 = (n * t) // T
-        r1 = (n * (t + 1)) // T
+        r0, r1 = thread_rows(0, n, t, T)
         mins = np.empty(chunk, np.int32)
+        # no column threshold (never): no hits
+        scratch = (np.empty(tile, np.float32), np.empty(tile, np.float32),
+                   np.full(tile, -np.inf, np.float32), mins)
         for c0 in range(r0, r1, chunk):
             nr = min(chunk, r1 - c0)
             for g in range(ng):
                 mins[:nr] = 2147483647
-                for j0 in range(g * Gp, (g + 1) * Gp, vec32.BLOCK):
-                    vec32.block_min_bits(M, x, nx, c0, c0 + nr, yt, ny, j0, mins)
+                if M > 0:
+                    for j0 in range(g * G, (g + 1) * G, vec32.BLOCK):
+                        vec32.block_min_bits(M, x, nx, c0, c0 + nr, yt, ny, j0, mins)
+                else:
+                    _group_min_loop(x, nx, yt, ny, c0, nr, g * G, (g + 1) * G, scratch)
                 for r in range(nr):
                     out[c0 + r, g] = mins[r]
 
@@ -676,6 +674,7 @@ def _sample_thresholds(z32: np.ndarray, nz: np.ndarray, other32: np.ndarray,
     st = np.ascontiguousarray(other32[:G * ng].T)
     zm2 = -2.0 * z32
     M = vec32.width_for(z32.shape[1]) if REGISTER_KERNEL else 0
+    cols_p, norms_p, Gp = st, np.ascontiguousarray(no[:G * ng]), G
     if M:
         zm2 = vec32.pad_rows(zm2, M)
         cols_p, norms_p, Gp = _sample_columns(st, no, G, ng, M)
@@ -683,12 +682,8 @@ def _sample_thresholds(z32: np.ndarray, nz: np.ndarray, other32: np.ndarray,
     step = row_blocks(n, 8)
     for lo in range(0, n, step):
         hi = min(lo + step, n)
-        if M:
-            _group_min_pass_reg(M, zm2[lo:hi], nz[lo:hi], cols_p, norms_p, tune.chunk, Gp, T,
-                                mins[lo:hi])
-        else:
-            _group_min_pass(zm2[lo:hi], nz[lo:hi], st, no[:G * ng], tune.tile, tune.chunk, G,
-                            T, mins[lo:hi])
+        _group_min_pass(M, zm2[lo:hi], nz[lo:hi], cols_p, norms_p, (tune.tile, tune.chunk),
+                        Gp, T, mins[lo:hi])
         if progress is not None:
             progress(hi, n)
     return np.ascontiguousarray(np.partition(mins, qr - 1, axis=1)[:, qr - 1]).view(_F32)
