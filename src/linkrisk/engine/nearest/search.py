@@ -1,6 +1,7 @@
 """The nearest-set engine's entry point: candidate sets C(a) of every row of the
-attacker's file under one metric, through the exact compiled kernel (:mod:`.sets`) or,
-for large squared-Euclidean problems, the faiss screen (:mod:`.faiss_screen`); the same result
+attacker's file under one metric, through the exact compiled kernel (:mod:`.sets`; numpy
+for small problems whose kernel is not compiled yet, :mod:`.small`) or, for large
+squared-Euclidean problems, the faiss screen (:mod:`.faiss_screen`); the same result
 either way (tie rule of :mod:`.rules`, see ``docs/methods.md``)."""
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ def nearest_sets(
 
     ``screen``: ``"faiss"`` screens squared-Euclidean candidates with faiss's float32 flat
     index and re-checks them exactly (see :mod:`.faiss_screen`); ``"none"`` always uses the exact
-    kernel; ``"auto"`` screens large problems when faiss is installed, and large ``l1`` and
+    path (the compiled kernel, or :mod:`.small`'s numpy scan of a small problem); ``"auto"`` screens large problems when faiss is installed, and large ``l1`` and
     ``kernel`` problems with the float32 screen of :mod:`.l1_kernel_screen` (``"float"``: always,
     where its proof applies). Results are identical either way. ``row_ids`` (default 0..n_a−1) seed each row's tie breaking, so a row gets
     the same link whichever block or worker computes it.
