@@ -42,7 +42,8 @@ def nearest_sets(
 
     ``screen``: ``"faiss"`` screens squared-Euclidean candidates with faiss's float32 flat
     index and re-checks them exactly (see :mod:`.faiss_screen`); ``"none"`` always uses the exact
-    path (the compiled kernel, or :mod:`.small`'s numpy scan of a small problem); ``"auto"`` screens large problems when faiss is installed, and large ``l1`` and
+    path (the compiled kernel, or :mod:`.small`'s numpy scan of a small problem);
+    ``"auto"`` screens large problems when faiss is installed, and large ``l1`` and
     ``kernel`` problems with the float32 screen of :mod:`.l1_kernel_screen` (``"float"``: always,
     where its proof applies). Results are identical either way. ``row_ids`` (default 0..n_a−1) seed each row's tie breaking, so a row gets
     the same link whichever block or worker computes it.
