@@ -1,4 +1,5 @@
-"""linkrisk choose: grid syntax, the recommendation against a brute-force pass over the
+"""linkrisk choose end to end (the grid, the recommendation and the run have their own
+files beside this one): the recommendation against a brute-force pass over the
 cached table, one point against a direct mask + assess, categorical IL by hand, no
 feasible point, reproducibility, the CLI's outputs and its checks before the sweep."""
 
@@ -15,7 +16,7 @@ from typer.testing import CliRunner
 import linkrisk
 from linkrisk.assessment import CATEGORICAL_ATTACKS, NUMERIC_ATTACKS
 from linkrisk.errors import LinkriskError
-from linkrisk.experiments.choose import parse_grid, parse_method, parse_percent
+from linkrisk.experiments.choose import parse_method
 from linkrisk.measures import categorical_information_loss
 
 CENSUS_METHODS = ["rank_swap:p=5,20", "noise:a=0.5..1.5:0.5", "mdav:k=5,20",
@@ -23,30 +24,6 @@ CENSUS_METHODS = ["rank_swap:p=5,20", "noise:a=0.5..1.5:0.5", "mdav:k=5,20",
 HH_METHODS = ["pram:pd=0.8,0.4", "global_recoding:width=2,4", "top_coding:quantile=0.8,0.5"]
 
 
-# ------------------------------------------------------------------------------ grid syntax
-
-def test_grid_syntax():
-    assert parse_grid("3,5,10", int) == [3, 5, 10]
-    # a..b: 6 evenly spaced values, rounded to integers when both ends are integers
-    assert parse_grid("2..20", float) == [2, 6, 9, 13, 16, 20]
-    assert parse_grid("0.05..1", float) == [0.05, 0.24, 0.43, 0.62, 0.81, 1.0]
-    assert parse_grid("2..20:4", float) == [2, 6, 10, 14, 18]
-    assert parse_grid("0.1..0.3:0.1", float) == [0.1, 0.2, 0.3]
-    assert parse_grid("1..2", int) == [1, 2]  # rounded, duplicates dropped
-    assert parse_grid("3,3,5..5", int) == [3, 5]
-    assert parse_grid("A,B", str) == ["A", "B"]
-    for bad in ("5..2", "x..3", "2..20:0", "1,,2", "1.5"):
-        with pytest.raises(LinkriskError):
-            parse_grid(bad, int)
-    g = parse_method("micdp:k=3,5/epsilon=1,10")
-    assert g.params == {"k": [3, 5], "epsilon": [1, 10]}
-    assert parse_method("rank_swap").params == {"p": [2, 5, 10, 15, 20]}
-    for bad in ("nosuch:p=1", "noise:b=1", "noise:a", "noise:a=1/a=2", "pram:pd=0..1:-1"):
-        with pytest.raises(LinkriskError):
-            parse_method(bad)
-    assert parse_percent("5%") == 5 and parse_percent("2.5") == 2.5
-    with pytest.raises(LinkriskError):
-        parse_percent("120%")
 
 
 # ------------------------------------------------------------------- brute force recommender
@@ -254,20 +231,6 @@ def test_household_recommendation_matches_brute_force(data_dir, tmp_path):
     assert one["DR"] == pytest.approx((one["dbrl_hamming"] + one["prl"]) / 2)
 
 
-def test_defaults_per_data_kind():
-    from linkrisk.experiments.choose import default_methods
-
-    num, notes = default_methods("numeric", ordered=False, confidential=None)
-    assert [g.method for g in num] == ["noise", "rank_swap", "microaggregation_ir", "mdav"]
-    assert "IPSO left out" in notes[0]
-    num, _ = default_methods("numeric", ordered=False, confidential=["x"])
-    assert num[-1].method == "ipso" and num[-1].params["confidential"] == [["x"]]
-    cat, notes = default_methods("categorical", ordered=False, confidential=None)
-    assert [g.method for g in cat] == ["pram", "global_recoding", "local_suppression"]
-    assert "n_groups" in cat[1].params and len(notes) == 2
-    cat, notes = default_methods("categorical", ordered=True, confidential=None)
-    assert [g.method for g in cat] == ["pram", "global_recoding", "top_coding",
-                                       "bottom_coding", "local_suppression"] and not notes
 
 
 def test_bad_input_is_one_clear_error(census_small, tmp_path):
@@ -376,46 +339,5 @@ def test_cli_checks_matplotlib_before_the_sweep(tmp_path, monkeypatch):
     assert not Path(".linkrisk-cache").exists()  # nothing was run
 
 
-def test_near_tie_rule_on_a_hand_made_table():
-    from linkrisk.experiments.choose import recommend
-
-    def pt(point, il, il_hi, risk, risk_hi, score, det, order):
-        m, v = point.split()
-        return {"point": point, "label": m, "method": m, "param": v.split("=")[0],
-                "value": float(v.split("=")[1]), "n": 1 if det else 5, "IL_mean": il,
-                "IL_sd": 1.0, "IL_lo": il, "IL_hi": il_hi, "risk_mean": risk, "risk_sd": 0.5,
-                "risk_lo": risk, "risk_hi": risk_hi, "Score_mean": score, "Score_sd": 1.0,
-                "Score_lo": score, "Score_hi": score + 1, "deterministic": det,
-                "order": order, "deciding_attack": "dbrl", "deciding_mean": risk,
-                "deciding_sd": 0.5}
-
-    p = pd.DataFrame([
-        pt("noise a=1", 10.0, 14.0, 4.0, 4.5, 20.0, False, 0),   # least IL
-        pt("mdav k=5", 12.0, 12.0, 2.0, 2.0, 22.0, True, 1),     # near tie, less risk
-        pt("noise a=2", 13.9, 16.0, 2.0, 2.5, 21.0, False, 2),   # near tie, same risk, less Score
-        pt("rank_swap p=5", 5.0, 6.0, 7.0, 8.0, 9.0, False, 3),  # less IL, over the limit
-        pt("mdav k=10", 20.0, 20.0, 1.0, 1.0, 15.0, True, 4),    # not a near tie
-    ])
-    rec, closest, reasons, _ = recommend(p, 5.0)
-    assert p.loc[rec, "point"] == "noise a=2" and closest is None
-    assert any(r.startswith("rank_swap p=5 has 64 % less IL but dbrl re-identifies 7.0")
-               for r in reasons)
-    # equal risk and Score: the deterministic method wins, then the earlier point
-    p.loc[2, "Score_mean"] = 22.0
-    assert p.loc[recommend(p, 5.0)[0], "point"] == "mdav k=5"
-    p.loc[1, "deterministic"] = False
-    assert p.loc[recommend(p, 5.0)[0], "point"] == "mdav k=5"  # order 1 before 2
-    # no limit: least Score (rank_swap 9), its near ties up to 10: none
-    assert p.loc[recommend(p, None)[0], "point"] == "rank_swap p=5"
-    # a limit nobody meets: the closest is the least upper bound, ties to the lower mean
-    rec, closest, reasons, tip = recommend(p, 0.5)
-    assert rec is None and p.loc[closest, "point"] == "mdav k=10" and tip.startswith("Try")
 
 
-def test_working_copy_depends_on_category_order():
-    from linkrisk.experiments.choose import frame_hash
-
-    df = pd.DataFrame({"a": pd.Categorical(["x", "y", "x"])})
-    ordered = df.apply(lambda s: s.cat.as_ordered())
-    reordered = df.apply(lambda s: s.cat.reorder_categories(["y", "x"]))
-    assert len({frame_hash(df), frame_hash(ordered), frame_hash(reordered)}) == 3
