@@ -146,6 +146,17 @@ def test_nan_and_infinite_scores():
         assert_same(*both(a, b, metric=metric, truth=np.arange(50), cap=3))
 
 
+@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")  # the kernel path's −∞ + ∞
+def test_minus_infinity_is_left_to_the_kernels():
+    """A −∞ minimum has a NaN tie threshold: the small path declines the problem."""
+    tables = Tables.from_list([np.array([[0.0, -np.inf], [1.0, 0.0]])])
+    a, b = np.array([[0.0], [1.0]]), np.array([[0.0], [1.0], [1.0]])
+    pw = Pairwise.build(a, b, "mixed", tables=tables, transpose=False)
+    assert small.small_sets(pw, np.zeros(2, np.int64), np.arange(2), rtol=1e-9, seed=0,
+                            cap=32) is None
+    assert_same(*both(a, b, metric="mixed", tables=tables, truth=np.arange(2)))
+
+
 def test_row_ids_and_blocks(monkeypatch):
     """Rows split over several score blocks give the one-block result."""
     rng = np.random.default_rng(9)

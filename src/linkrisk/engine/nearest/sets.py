@@ -59,9 +59,9 @@ def exact_sets(pw: Pairwise, truth: np.ndarray, rid: np.ndarray, *, rtol: float,
     form = integer_form(a, b, pw.code, pw.tables) if integer else None
     kern = _kernel(form, rtol)
     if is_usable_for(pw, kern):
-        out_min, out_count, out_ts, out_link = small_sets(pw, truth, rid, rtol=rtol, seed=seed,
-                                                          cap=cap, progress=progress)
-        return _sets(out_min, out_count, out_ts, out_link, truth, rtol)
+        res = small_sets(pw, truth, rid, rtol=rtol, seed=seed, cap=cap, progress=progress)
+        if res is not None:
+            return _sets(*res, truth, rtol)
     # the float kernel's attribute-major copy of B (the integer form has its own)
     bt = np.ascontiguousarray(b.T) if form is None else None
     ai, bti, icode, scale = form if form is not None else (None, None, 0, 1)

@@ -177,10 +177,11 @@ def _scores(pw: Pairwise, r0: int, r1: int) -> np.ndarray:
 
 def small_sets(pw: Pairwise, truth: np.ndarray, rid: np.ndarray, *, rtol: float, seed: int,
                cap: int, progress: Progress | None = None
-               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
     """Minimum score, |C(a)|, the true image's score (∞: none) and the link of every row,
     as :func:`~.sets.exact_sets`'s kernels give them (``truth``/``rid`` per row of
-    ``pw.x``; ``cap`` is the kernels' tie buffer, which decides how a link is drawn)."""
+    ``pw.x``; ``cap`` is the kernels' tie buffer, which decides how a link is drawn).
+    None when a minimum is −∞ (its tie threshold is NaN, a case left to the kernels)."""
     n_a, n_b = pw.x.shape[0], pw.y.shape[0]
     out_min = np.empty(n_a)
     out_count = np.empty(n_a, np.int64)
@@ -192,6 +193,8 @@ def small_sets(pw: Pairwise, truth: np.ndarray, rid: np.ndarray, *, rtol: float,
     for r0 in range(0, n_a, rows):
         r1 = min(r0 + rows, n_a)
         s = block_scores(pw, r0, r1)
+        if np.isneginf(s).any():
+            return None
         _settle_block(s, truth[r0:r1], rid[r0:r1], rtol, seed, cap, out_min[r0:r1],
                       out_count[r0:r1], out_ts[r0:r1], out_link[r0:r1])
         if progress is not None:
