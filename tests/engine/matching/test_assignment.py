@@ -212,3 +212,31 @@ def test_finite_range_equals_numpy_on_the_finite_entries():
     f = c[np.isfinite(c)]
     assert finite_range(c) == (f.min(), f.max(), np.abs(f).max())
     assert finite_range(np.array([np.inf, np.nan])) == (np.inf, -np.inf, 0.0)
+
+
+@pytest.mark.parametrize("n,deg,levels,seed", [(200, 4, 3, 1), (1300, 3, 20, 2)])
+def test_flatten_below_a_cap_moves_the_duals_least(n, deg, levels, seed):
+    """After added edges and a warm re-solve, ``flatten(below=v_ref)`` keeps the matching
+    optimal and its duals feasible with v ≤ v_ref everywhere, and each v_σ(l) is as large
+    as that allows: at its cap, or held down by a tight edge of another row (the largest
+    solution of the duals' difference constraints)."""
+    rng = np.random.default_rng(seed)
+    (rows, cols, costs), held = _graph(n, deg, rng, levels)
+    sa = SparseAssignment(*to_csr(rows[~held], cols[~held], costs[~held], n), n)
+    assert sa.solve()
+    sa.flatten()
+    sa.polish()
+    v_ref = sa.v.copy()
+    sa.add_edges(rows[held], cols[held], costs[held])
+    assert (sa.col4row < 0).any()
+    assert sa.solve()
+    sa.flatten(below=v_ref)
+    sa.polish()
+    _check(sa, _optimum(n, rows, cols, costs))
+    assert (sa.v <= v_ref).all()
+    rc = sa.reduced_costs()
+    r = np.repeat(np.arange(n), np.diff(sa.indptr))
+    other_tight = (np.abs(rc) <= 1e-9) & (sa.col4row[r] != sa.indices)
+    held_down = np.zeros(n, bool)
+    held_down[sa.indices[other_tight]] = True
+    assert (np.isclose(sa.v, v_ref, rtol=0, atol=1e-9) | held_down).all()

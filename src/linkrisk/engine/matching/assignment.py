@@ -261,35 +261,17 @@ def _row_reduction(free_rows, indptr, indices, cost, u, v, col4row, row4col, max
     queue = np.empty(cap, np.int64)
     # the rows whose u may be stale at the end: the free rows and every evicted row
     seen = np.empty(cap, np.int64)
-    nseen = 0
+    nseen = free_rows.shape[0]
+    queue[:nseen] = free_rows
+    seen[:nseen] = free_rows
     head = 0
-    tail = 0
-    for p in range(free_rows.shape[0]):
-        queue[tail] = free_rows[p]
-        tail += 1
-        seen[nseen] = free_rows[p]
-        nseen += 1
+    tail = nseen
     steps = 0
     while head < tail and steps < max_steps:
         i = queue[head]
         head += 1
         steps += 1
-        m1 = np.inf
-        m2 = np.inf
-        j1 = -1
-        j2 = -1
-        for e in range(indptr[i], indptr[i + 1]):
-            j = indices[e]
-            r = cost[e] - v[j]
-            if r < m2:
-                if r < m1:
-                    m2 = m1
-                    j2 = j1
-                    m1 = r
-                    j1 = j
-                else:
-                    m2 = r
-                    j2 = j
+        m1, m2, j1, j2 = _two_smallest(i, indptr, indices, cost, v)
         if j1 < 0:
             continue
         i0 = row4col[j1]
@@ -318,12 +300,41 @@ def _row_reduction(free_rows, indptr, indices, cost, u, v, col4row, row4col, max
             elif tail < cap:
                 queue[tail] = i0
                 tail += 1
-    # restore the duals' invariants: matched rows tight, free rows at their row minimum.
-    # Only the rows that bid or were evicted: any other row kept its column, whose v did
-    # not move (a bid on it would have evicted the row), and its u = c_ij − v_j exactly
-    # (every caller's state: row minima, polish, add_edges frees the rows it lowers)
-    for p in range(nseen):
-        i = seen[p]
+    _restore_rows(seen[:nseen], indptr, indices, cost, u, v, col4row)
+
+
+@nb.njit(inline="always")
+def _two_smallest(i, indptr, indices, cost, v):
+    """(m1, m2, j1, j2): row i's two smallest reduced costs c_ij − v_j and their columns
+    (the first in edge order among equal values; −1 when missing)."""
+    m1 = np.inf
+    m2 = np.inf
+    j1 = -1
+    j2 = -1
+    for e in range(indptr[i], indptr[i + 1]):
+        j = indices[e]
+        r = cost[e] - v[j]
+        if r < m2:
+            if r < m1:
+                m2 = m1
+                j2 = j1
+                m1 = r
+                j1 = j
+            else:
+                m2 = r
+                j2 = j
+    return m1, m2, j1, j2
+
+
+@nb.njit(cache=True)
+def _restore_rows(rows, indptr, indices, cost, u, v, col4row):
+    """The duals' invariants after :func:`_row_reduction`, for the rows that bid or were
+    evicted: matched rows tight, free rows at their row minimum. Any other row kept its
+    column, whose v did not move (a bid on it would have evicted the row), and its
+    u = c_ij − v_j exactly (every caller's state: row minima, polish, add_edges frees the
+    rows it lowers)."""
+    for p in range(rows.shape[0]):
+        i = rows[p]
         j = col4row[i]
         if j >= 0:
             for e in range(indptr[i], indptr[i + 1]):
@@ -339,11 +350,67 @@ def _row_reduction(free_rows, indptr, indices, cost, u, v, col4row, row4col, max
             u[i] = best if best < np.inf else 0.0
 
 
+# ---------------------------------------------------------------------------------------
+# binary min-heap of node ids, keyed by key[·]; pos[·] is each node's place (−1: out).
+# Order: smaller key first, on equal keys a node with free[·] set first (the shortest-path
+# search ends at a free column; the flattening passes no free node)
+# ---------------------------------------------------------------------------------------
 @nb.njit(inline="always")
 def _less(key, free, a, b):
     """Heap order: smaller distance first; on equal distance a free column first (it ends
     the search at once)."""
     return key[a] < key[b] or (key[a] == key[b] and free[a] and not free[b])
+
+
+@nb.njit(inline="always")
+def _swap(heap, pos, p, q):
+    """Exchange the heap's entries at places p and q, and their places in ``pos``."""
+    a_ = heap[p]
+    heap[p] = heap[q]
+    heap[q] = a_
+    pos[heap[p]] = p
+    pos[heap[q]] = q
+
+
+@nb.njit(inline="always")
+def _sift_up(heap, pos, key, free, q):
+    """Move heap[q] up to its place (after a push or a decrease of its key)."""
+    while q > 0:
+        par = (q - 1) >> 1
+        if not _less(key, free, heap[q], heap[par]):
+            return
+        _swap(heap, pos, q, par)
+        q = par
+
+
+@nb.njit(inline="always")
+def _sift_down(heap, pos, key, free, q, size):
+    """Move heap[q] down the heap of its first ``size`` entries."""
+    while True:
+        lft = 2 * q + 1
+        if lft >= size:
+            return
+        c = lft
+        if lft + 1 < size and _less(key, free, heap[lft + 1], heap[lft]):
+            c = lft + 1
+        if not _less(key, free, heap[c], heap[q]):
+            return
+        _swap(heap, pos, q, c)
+        q = c
+
+
+@nb.njit(inline="always")
+def _pop(heap, pos, key, free, size):
+    """Remove and return the top of a heap of ``size`` entries (``size`` − 1 remain)."""
+    top = heap[0]
+    pos[top] = -1
+    size -= 1
+    if size > 0:
+        last = heap[size]
+        heap[0] = last
+        pos[last] = 0
+        _sift_down(heap, pos, key, free, 0, size)
+    return top
 
 
 @nb.njit(cache=True)
@@ -352,113 +419,19 @@ def _augment(rows, indptr, indices, cost, u, v, col4row, row4col, d, pred, done,
     """Shortest augmenting path from each free row in ``rows`` (JV 1987 / Crouse 2016
     dual update). Returns the number of rows processed before a row found no free column
     (== len(rows) on success)."""
-    free = row4col < 0  # refreshed per search below
+    free = row4col < 0  # refreshed per search (see _search)
     for p in range(rows.shape[0]):
         r = rows[p]
         if col4row[r] >= 0:
             continue
-        nt = 0
-        nsr = 0
-        nsc = 0
-        hsize = 0
-        i = r
-        minval = 0.0
-        sink = -1
-        while True:
-            sr[nsr] = i
-            nsr += 1
-            ui = u[i]
-            for e in range(indptr[i], indptr[i + 1]):
-                j = indices[e]
-                if done[j]:
-                    continue
-                rc = cost[e] - ui - v[j]
-                if rc < 0.0:
-                    rc = 0.0  # round-off only: duals are feasible on the graph
-                dj = minval + rc
-                if dj < d[j]:
-                    if d[j] == np.inf:
-                        touched[nt] = j
-                        nt += 1
-                        free[j] = row4col[j] < 0
-                    d[j] = dj
-                    pred[j] = i
-                    # push or decrease-key, then sift up
-                    if hpos[j] < 0:
-                        heap[hsize] = j
-                        hpos[j] = hsize
-                        hsize += 1
-                    q = hpos[j]
-                    while q > 0:
-                        par = (q - 1) >> 1
-                        if _less(d, free, heap[q], heap[par]):
-                            a_ = heap[par]
-                            heap[par] = heap[q]
-                            heap[q] = a_
-                            hpos[heap[q]] = q
-                            hpos[heap[par]] = par
-                            q = par
-                        else:
-                            break
-            if hsize == 0:
-                break
-            # pop the minimum
-            j = heap[0]
-            hpos[j] = -1
-            hsize -= 1
-            if hsize > 0:
-                last = heap[hsize]
-                heap[0] = last
-                hpos[last] = 0
-                q = 0
-                while True:
-                    lft = 2 * q + 1
-                    if lft >= hsize:
-                        break
-                    c = lft
-                    if lft + 1 < hsize and _less(d, free, heap[lft + 1], heap[lft]):
-                        c = lft + 1
-                    if _less(d, free, heap[c], heap[q]):
-                        a_ = heap[c]
-                        heap[c] = heap[q]
-                        heap[q] = a_
-                        hpos[heap[q]] = q
-                        hpos[heap[c]] = c
-                        q = c
-                    else:
-                        break
-            minval = d[j]
-            done[j] = True
-            sc[nsc] = j
-            nsc += 1
-            if row4col[j] < 0:
-                sink = j
-                break
-            i = row4col[j]
-            if hsize > 0 and row4col[heap[0]] >= 0:
-                # the row after i, unless row i's edges lower another column below it
-                _prefetch_edges(row4col[heap[0]], indptr, indices, cost)
+        sink, minval, nt, nsr, nsc, hsize = _search(r, indptr, indices, cost, u, v, row4col,
+                                                    d, pred, done, hpos, heap, touched, sr,
+                                                    sc, free)
         stats[0] += nsc
         stats[1] = max(stats[1], nsc)
         stats[2] += nt
         if sink >= 0:
-            # dual update keeps c̄ ≥ 0 and makes the path tight
-            u[r] += minval
-            for q in range(1, nsr):
-                i = sr[q]
-                u[i] += minval - d[col4row[i]]
-            for q in range(nsc):
-                j = sc[q]
-                v[j] -= minval - d[j]
-            j = sink
-            while True:
-                i = pred[j]
-                row4col[j] = i
-                nxt = col4row[i]
-                col4row[i] = j
-                j = nxt
-                if i == r:
-                    break
+            _apply_path(r, sink, minval, sr[:nsr], sc[:nsc], u, v, col4row, row4col, d, pred)
         # reset the search state touched by this row
         for q in range(nt):
             j = touched[q]
@@ -472,64 +445,121 @@ def _augment(rows, indptr, indices, cost, u, v, col4row, row4col, d, pred, done,
     return rows.shape[0]
 
 
-@nb.njit(inline="always")
-def _sift_down(heap, pos, d, q, size):
-    """Move heap[q] down the binary min-heap of its first ``size`` entries (keys d[·]),
-    keeping pos[·] (each entry's place in the heap) in step."""
+@nb.njit(cache=True)
+def _search(r, indptr, indices, cost, u, v, row4col, d, pred, done, hpos, heap, touched,
+            sr, sc, free):
+    """Dijkstra in reduced costs from the free row r until a free column is settled.
+    Returns (that column or −1 when none is reachable, its distance, the number of columns
+    reached (listed in ``touched``), of rows scanned (``sr``), of columns settled (``sc``),
+    and the heap's size left). d, pred, done, hpos: the search state, reset by the
+    caller."""
+    nt = 0
+    nsr = 0
+    nsc = 0
+    hsize = 0
+    i = r
+    minval = 0.0
     while True:
-        lft = 2 * q + 1
-        if lft >= size:
-            return
-        c = lft
-        if lft + 1 < size and d[heap[lft + 1]] < d[heap[lft]]:
-            c = lft + 1
-        if d[heap[c]] < d[heap[q]]:
-            a_ = heap[c]
-            heap[c] = heap[q]
-            heap[q] = a_
-            pos[heap[q]] = q
-            pos[heap[c]] = c
-            q = c
-        else:
-            return
+        sr[nsr] = i
+        nsr += 1
+        ui = u[i]
+        for e in range(indptr[i], indptr[i + 1]):
+            j = indices[e]
+            if done[j]:
+                continue
+            rc = cost[e] - ui - v[j]
+            if rc < 0.0:
+                rc = 0.0  # round-off only: duals are feasible on the graph
+            dj = minval + rc
+            if dj < d[j]:
+                if d[j] == np.inf:
+                    touched[nt] = j
+                    nt += 1
+                    free[j] = row4col[j] < 0
+                d[j] = dj
+                pred[j] = i
+                if hpos[j] < 0:  # push, then sift up (also a decrease-key)
+                    heap[hsize] = j
+                    hpos[j] = hsize
+                    hsize += 1
+                _sift_up(heap, hpos, d, free, hpos[j])
+        if hsize == 0:
+            return -1, minval, nt, nsr, nsc, 0
+        j = _pop(heap, hpos, d, free, hsize)
+        hsize -= 1
+        minval = d[j]
+        done[j] = True
+        sc[nsc] = j
+        nsc += 1
+        if row4col[j] < 0:
+            return j, minval, nt, nsr, nsc, hsize
+        i = row4col[j]
+        if hsize > 0 and row4col[heap[0]] >= 0:
+            # the row after i, unless row i's edges lower another column below it
+            _prefetch_edges(row4col[heap[0]], indptr, indices, cost)
 
 
 @nb.njit(cache=True)
-def _flatten(indptr, indices, cost, u, v, col4row, row4col):
-    """Replace optimal duals by the largest ones with v ≤ 0 on matched columns.
+def _apply_path(r, sink, minval, sr, sc, u, v, col4row, row4col, d, pred):
+    """After a search from row r reached the free column ``sink`` at distance ``minval``:
+    the dual update (rows scanned ``sr``, columns settled ``sc``), which keeps c̄ ≥ 0 and
+    makes the path tight, then the augmentation along ``pred``."""
+    u[r] += minval
+    for q in range(1, sr.shape[0]):
+        i = sr[q]
+        u[i] += minval - d[col4row[i]]
+    for q in range(sc.shape[0]):
+        j = sc[q]
+        v[j] -= minval - d[j]
+    j = sink
+    while True:
+        i = pred[j]
+        row4col[j] = i
+        nxt = col4row[i]
+        col4row[i] = j
+        j = nxt
+        if i == r:
+            break
+
+
+@nb.njit(cache=True)
+def _flatten(indptr, indices, cost, u, v, col4row, row4col, cap):
+    """Replace optimal duals by the largest ones with v_σ(i) ≤ cap[i] (σ the matching).
 
     With φ_l = v_σ(l) the duals of a fixed optimal matching σ are the solutions of the
     difference constraints φ_l − φ_i ≤ c_{iσ(l)} − c_{iσ(i)} (one per edge); the largest
-    solution with φ ≤ 0 is φ = shortest-path distance from a super source joined to every
-    node by 0, and it has the smallest spread max φ − min φ of all solutions. Computed by
-    one multi-source Dijkstra on the reduced costs of the current duals (Johnson
-    reweighting: they are ≥ 0). Flat duals make u_i + v_j small for pairs far apart, which
-    is what the certificate's bound needs."""
+    solution with φ ≤ cap is φ = shortest-path distance from a super source joined to
+    every node l by an edge of length cap[l], and it is the largest in every component at
+    once. Computed by one multi-source Dijkstra on the reduced costs of the current duals
+    (Johnson reweighting: they are ≥ 0).
+
+    cap = 0 gives the flattest duals (the smallest spread max φ − min φ), which make
+    u_i + v_j small for pairs far apart: what the certificate's bound needs. cap = the
+    v of an earlier certificate gives, after a re-solve, the duals with v nowhere above it
+    and every u_i as small as that allows: the bounds that certificate left stay valid and
+    only the rows whose u_i the new matching forces up need a new scan."""
     n = indptr.shape[0] - 1
     big = -np.inf
     for i in range(n):
-        if v[col4row[i]] > big:
-            big = v[col4row[i]]
+        if v[col4row[i]] - cap[i] > big:
+            big = v[col4row[i]] - cap[i]
     d = np.empty(n)
     heap = np.empty(n, np.int64)
     pos = np.empty(n, np.int64)
     done = np.zeros(n, np.bool_)
+    free = np.zeros(n, np.bool_)  # no tie rule: the order of smaller distance only
     for i in range(n):
-        d[i] = big - v[col4row[i]]  # reweighted super-source edge, ≥ 0
+        d[i] = big - (v[col4row[i]] - cap[i])  # reweighted super-source edge, ≥ 0
         heap[i] = i
         pos[i] = i
     size = n
     for q0 in range(size // 2 - 1, -1, -1):  # heapify
-        _sift_down(heap, pos, d, q0, size)
+        _sift_down(heap, pos, d, free, q0, size)
     while size > 0:
-        i = heap[0]
-        done[i] = True
+        i = _pop(heap, pos, d, free, size)
         size -= 1
+        done[i] = True
         if size > 0:
-            last = heap[size]
-            heap[0] = last
-            pos[last] = 0
-            _sift_down(heap, pos, d, 0, size)
             # the next row to settle, unless row i's edges lower another below it
             _prefetch_edges(heap[0], indptr, indices, cost)
         di = d[i]
@@ -544,23 +574,12 @@ def _flatten(indptr, indices, cost, u, v, col4row, row4col):
             nd = di + rc
             if nd < d[lrow]:
                 d[lrow] = nd
-                q = pos[lrow]
-                while q > 0:
-                    par = (q - 1) >> 1
-                    if d[heap[q]] < d[heap[par]]:
-                        a_ = heap[par]
-                        heap[par] = heap[q]
-                        heap[q] = a_
-                        pos[heap[q]] = q
-                        pos[heap[par]] = par
-                        q = par
-                    else:
-                        break
+                _sift_up(heap, pos, d, free, pos[lrow])
     for i in range(n):
         j = col4row[i]
         phi = d[i] - big + v[j]  # undo the reweighting
-        if phi > 0.0:
-            phi = 0.0
+        if phi > cap[i]:
+            phi = cap[i]
         u[i] += v[j] - phi
         v[j] = phi
 
@@ -802,7 +821,38 @@ class SparseAssignment:
         if self.started and (self.col4row >= 0).all():
             return True  # nothing to do (phase_times keep the last solve's)
         pt = self.phase_times = {}
-        t = time.perf_counter()
+        t = self._start(pt, time.perf_counter())
+        t = _lap(pt, "start", t)
+        # augmenting row reduction (cold and warm starts): cheap local bidding settles most
+        # free rows; it only lowers v
+        free = np.flatnonzero(self.col4row < 0)
+        for _ in range(2):  # two passes, as JV
+            if free.size == 0:
+                break
+            _row_reduction(free, self.indptr, self.indices, self.cost, self.u, self.v,
+                           self.col4row, self.row4col, 4 * free.shape[0] + 16)
+            free = np.flatnonzero(self.col4row < 0)
+        t = _lap(pt, "row_reduction", t)
+        pt["free"] = free.shape[0]
+        total = free.shape[0]
+        for lo in range(0, total, batch):
+            chunk = free[lo:lo + batch]
+            done = _augment(chunk, self.indptr, self.indices, self.cost, self.u, self.v,
+                            self.col4row, self.row4col, *self._work)
+            self.augmentations += int(done)
+            if done < chunk.shape[0]:
+                return False
+            if progress is not None:
+                progress(min(lo + batch, total), total)
+        _lap(pt, "augment", t)
+        pt["scanned"] = int(self._work[-1][0])  # rows reached by the searches
+        self._work[-1][:] = 0
+        return True
+
+    def _start(self, pt: dict, t: float) -> float:
+        """The start of :meth:`solve`: a cold start (initial duals and matching, from the
+        auction's prices above 1,000 rows) or, after :meth:`rewarm`, the freed rows' bids;
+        returns the time of the last lap of ``pt``."""
         if not self.started:
             if self.square and self._prices is not None:
                 # restart(keep_prices=True): the auction starts at the last optimal prices,
@@ -833,32 +883,7 @@ class SparseAssignment:
                     and int((self.col4row < 0).sum()) > self.settle_paths):
                 self.warm_auction(self.rewarm_eps0)
             t = _lap(pt, "auction", t)
-        t = _lap(pt, "start", t)
-        # augmenting row reduction (cold and warm starts): cheap local bidding settles most
-        # free rows; it only lowers v
-        free = np.flatnonzero(self.col4row < 0)
-        for _ in range(2):  # two passes, as JV
-            if free.size == 0:
-                break
-            _row_reduction(free, self.indptr, self.indices, self.cost, self.u, self.v,
-                           self.col4row, self.row4col, 4 * free.shape[0] + 16)
-            free = np.flatnonzero(self.col4row < 0)
-        t = _lap(pt, "row_reduction", t)
-        pt["free"] = free.shape[0]
-        total = free.shape[0]
-        for lo in range(0, total, batch):
-            chunk = free[lo:lo + batch]
-            done = _augment(chunk, self.indptr, self.indices, self.cost, self.u, self.v,
-                            self.col4row, self.row4col, *self._work)
-            self.augmentations += int(done)
-            if done < chunk.shape[0]:
-                return False
-            if progress is not None:
-                progress(min(lo + batch, total), total)
-        _lap(pt, "augment", t)
-        pt["scanned"] = int(self._work[-1][0])  # rows reached by the searches
-        self._work[-1][:] = 0
-        return True
+        return t
 
     def _auction_prices(self, eps0: float) -> None:
         """Near-optimal column duals by ε-scaling auction (ε from eps0·scale down to
@@ -995,15 +1020,20 @@ class SparseAssignment:
         self.u[:] = 0.0
         self.v[:] = 0.0
 
-    def flatten(self) -> None:
-        """Re-normalise the (optimal) duals to the flattest ones, see :func:`_flatten`.
+    def flatten(self, below: np.ndarray | None = None) -> None:
+        """Re-normalise the (optimal) duals to the flattest ones (v ≤ 0), or with
+        ``below`` (per column) to the largest ones with v ≤ ``below``: after a re-solve,
+        the duals that move least from an earlier certificate's (see :func:`_flatten`;
+        these keep the duals :meth:`rewarm` goes back to, and the edges added since).
         Square problems only (a rectangular problem needs v = 0 on free columns)."""
         if self.square and (self.col4row >= 0).all():
-            self._raw = (self.u.copy(), self.v.copy(), self.col4row.copy())
-            self._added = []
+            if below is None:  # the duals rewarm() goes back to (``below`` keeps them)
+                self._raw = (self.u.copy(), self.v.copy(), self.col4row.copy())
+                self._added = []
             t = time.perf_counter()
+            cap = np.zeros(self.n_rows) if below is None else below[self.col4row]
             _flatten(self.indptr, self.indices, self.cost, self.u, self.v, self.col4row,
-                     self.row4col)
+                     self.row4col, np.ascontiguousarray(cap, np.float64))
             _lap(self.phase_times, "flatten", t)
 
     def polish(self) -> None:

@@ -702,6 +702,7 @@ def _repair_rounds(pw: Pairwise, sa: SparseAssignment, lists: _Lists, rep: _Repa
         if rep.rounds >= max_rounds:
             return False
         rep.repaired += viol[0].shape[0]
+        rep.v_ref = sa.v.copy()  # the v of this certificate (add_edges lowers u only)
         sa.add_edges(*viol)
         freed = int((sa.col4row < 0).sum()) if sa.started else n_r
         rep.log[-1] += (freed,)
@@ -713,8 +714,7 @@ def _repair_rounds(pw: Pairwise, sa: SparseAssignment, lists: _Lists, rep: _Repa
             # many rows freed: their shortest augmenting paths reach far through the
             # flattened duals (their tight edges span every row); from the duals before
             # flattening they stay short, and with very many a fresh auction start is
-            # cheaper; both need the bounds carried over
-            rep.v_ref = sa.v.copy()  # the v of the last certificate (add_edges lowers u only)
+            # cheaper
             if freed <= REWARM_FREE * n_r:
                 sa.rewarm()  # back to the duals before flattening: short augmenting paths
             else:
@@ -724,20 +724,24 @@ def _repair_rounds(pw: Pairwise, sa: SparseAssignment, lists: _Lists, rep: _Repa
 
 def _solve_round(pw: Pairwise, sa: SparseAssignment, rep: _Repair, delta: float,
                  stages: Stages) -> None:
-    """Solve on the current graph; after a cold start flatten the duals (see
-    SparseAssignment.flatten) and carry the scan bounds over. Later rounds are warm
-    starts, which only lower v, so that the bounds in ``known`` stay valid."""
+    """Solve on the current graph, then normalise the duals (SparseAssignment.flatten).
+    After a cold start: the flattest duals, no bounds. After a fresh start (rewarm or
+    restart): the flattest duals, the scan bounds carried over (:func:`_transfer_bounds`),
+    then :func:`_anchor`. After a warm start: :func:`_anchor` alone; the warm start only
+    lowers v, so the bounds in ``known`` stay valid."""
     t0 = time.perf_counter()
     if not sa.solve(stages.stage(600, 800)):
         raise _no_matching(pw, delta, False)
-    if rep.fresh or not sa.square:
-        rep.fresh = False
+    if rep.v_ref is None or not sa.square:  # first solve; rectangular ones all restart
         sa.flatten()
-        if rep.v_ref is None or not sa.square:
-            rep.known[:] = -np.inf
-        else:
-            _transfer_bounds(rep.known, rep.risen, sa.v - rep.v_ref, np.abs(sa.u).mean())
-        rep.v_ref = None
+        rep.known[:] = -np.inf
+    elif rep.fresh:
+        sa.flatten()
+        _transfer_bounds(rep.known, rep.risen, sa.v - rep.v_ref, np.abs(sa.u).mean())
+        _anchor(sa, np.where(rep.risen, sa.v, np.maximum(sa.v, rep.v_ref)))
+    else:
+        _anchor(sa, rep.v_ref)
+    rep.fresh = False
     sa.polish()
     rep.t_solve += time.perf_counter() - t0
     rep.rounds += 1
@@ -745,6 +749,17 @@ def _solve_round(pw: Pairwise, sa: SparseAssignment, rep: _Repair, delta: float,
               time.perf_counter() - t0,
               ", ".join(f"{k} {v:.2f}" if isinstance(v, float) else f"{k} {v}"
                         for k, v in sa.phase_times.items()))
+
+
+def _anchor(sa: SparseAssignment, cap: np.ndarray) -> None:
+    """The largest optimal duals with v ≤ ``cap`` (per column): each u_i as small as that
+    allows. A re-solve's shortest paths raise u on every row they reach (through the
+    flattened duals' tight edges: tens of thousands of rows for a few freed ones), which
+    would then be rescanned; with ``cap`` = the last certificate's v (warm starts) or the
+    v the carried bounds allow (fresh starts: no column above max(v, v_ref) unless it is
+    in ``risen``), no bound is lost and only the rows whose u_i the new matching forces
+    up (past their bound) need a new scan."""
+    sa.flatten(below=cap)
 
 
 class _Lists:
@@ -972,62 +987,61 @@ def _certify(pw: Pairwise, pw_t: Pairwise | None, sa: SparseAssignment, lists: _
     # 1. list entries left out of the graph: their costs are known
     r, c = lists.below(u, v, -tol)
     vr, vc = [r], [c]
-    violated = bool(r.size)
-    # 2. pairs outside the lists: only the suspects (max(α_i, β_j) < u_i + v_j − tol) can
-    # violate; each suspect row scans exactly the columns with β_j − v_j < u_i − tol and
-    # v_j > α_i − u_i + tol
-    rows = _suspects(lists.alpha, lists.beta, u, v, tol)
-    rows = rows[known[rows] < u[rows] - tol]
-    if rows.size:
-        # scanning to a margin above u_i − tol leaves a bound that survives small rises
-        # of u_i in the next rounds' warm starts (most rows' u_i creeps up a little)
-        theta = u[rows] - tol + SCAN_SLACK * (np.abs(u[rows]) + tol)
-        cap = int(np.clip(SCAN_EDGES // rows.size, SCAN_CAP, SCAN_CAP_MAX))
-        scan, nxt = scan_gated(pw, rows, v, lists.beta - v, theta, lists.alpha[rows] - theta,
-                               cmax=delta, cap=cap, screened=lists.screened,
-                               progress=stages.stage(800, 1000))
-        # min(θ_i, exact minimum): a lower bound of c_ij − v_j outside the lists
-        known[rows] = scan.min
-        bad = scan.min < u[rows] - tol
-        if bad.any():
-            violated = True
-            r, c = _scan_pairs(scan, bad)
-            vr.append(r)
-            vc.append(c)
-            # the row's other columns: at least its (CAP+1)-th value, or θ_i
-            known[rows[bad]] = nxt[bad]
-        # rows whose scan met columns inside the slack window but none violating: their
-        # bound is that nearly tight value, which the next warm start's small rise of u_i
-        # passes (most rescans of later rounds); they join the graph with the violating
-        # edges when there is another round, and the bound moves past them
-        near = (scan.count > 0) & ~bad
+    # 2. pairs outside the lists: exact scans of the suspect rows
+    n_scan, bad, near = _row_scans(pw, u, v, lists, known, delta, tol, stages)
+    vr.append(bad[0])
+    vc.append(bad[1])
+    # 3. the risen columns, from the column side (pw_t: the swapped problem): c_ij − u_i <
+    # v_j − tol among the rows with α_i − u_i < v_j − tol and u_i > β_j − v_j + tol
     cols = np.flatnonzero(risen)
     if cols.size:
-        # the same test from the column side (pw_t: the swapped problem): c_ij − u_i <
-        # v_j − tol among the rows with α_i − u_i < v_j − tol and u_i > β_j − v_j + tol
         theta = v[cols] - tol
         cscan, _ = scan_gated(pw_t, cols, u, lists.alpha - u, theta,
                               lists.beta[cols] - theta, cmax=delta, cap=SCAN_CAP,
                               screened=lists.screened)
-        cbad = cscan.min < theta
-        if cbad.any():
-            violated = True
-            c, r = _scan_pairs(cscan, cbad)
-            vr.append(r)
-            vc.append(c)
-    if not violated:
-        return None, rows.size, 0
-    n_near = 0
-    if rows.size and near.any():
-        r, c = _scan_pairs(scan, near)
-        n_near = r.shape[0]
+        c, r = _scan_pairs(cscan, cscan.min < theta)
         vr.append(r)
         vc.append(c)
-        known[rows[near]] = nxt[near]
-    r, c = np.concatenate(vr), np.concatenate(vc)
+    if not sum(x.size for x in vr):
+        return None, n_scan, 0
+    # rows whose scan met columns inside the slack window but none violating: their
+    # bound is that nearly tight value, which the next round's small rise of u_i would
+    # pass; they join the graph with the violating edges, and the bound moves past them
+    rows_near, nxt_near, (r, c) = near
+    known[rows_near] = nxt_near
+    r, c = np.concatenate([*vr, r]), np.concatenate([*vc, c])
     key = np.unique(r * np.int64(pw.y.shape[0]) + c)
     r, c = key // pw.y.shape[0], key % pw.y.shape[0]
-    return (r, c, pair_costs(pw, r, c)), rows.size, n_near
+    return (r, c, pair_costs(pw, r, c)), n_scan, int(near[2][0].size)
+
+
+def _row_scans(pw: Pairwise, u: np.ndarray, v: np.ndarray, lists: _Lists, known: np.ndarray,
+               delta: float, tol: float, stages: Stages) -> tuple[int, tuple, tuple]:
+    """Step 2 of the certificate: only the suspects (max(α_i, β_j) < u_i + v_j − tol) can
+    violate, and of those only the rows whose bound ``known`` no longer covers u_i; each
+    scans exactly the columns with β_j − v_j < u_i − tol and v_j > α_i − u_i + tol.
+    Updates ``known`` and returns (rows scanned, violating (rows, cols), and the rows
+    without a violation whose scan met pairs inside the slack window: (rows, their bound
+    past those pairs, (rows, cols) of the pairs))."""
+    empty = np.empty(0, np.int64)
+    rows = _suspects(lists.alpha, lists.beta, u, v, tol)
+    rows = rows[known[rows] < u[rows] - tol]
+    if not rows.size:
+        return 0, (empty, empty), (empty, np.empty(0), (empty, empty))
+    # scanning to a margin above u_i − tol leaves a bound that survives small rises
+    # of u_i in the next rounds (most rows' u_i creeps up a little)
+    theta = u[rows] - tol + SCAN_SLACK * (np.abs(u[rows]) + tol)
+    cap = int(np.clip(SCAN_EDGES // rows.size, SCAN_CAP, SCAN_CAP_MAX))
+    scan, nxt = scan_gated(pw, rows, v, lists.beta - v, theta, lists.alpha[rows] - theta,
+                           cmax=delta, cap=cap, screened=lists.screened,
+                           progress=stages.stage(800, 1000))
+    # min(θ_i, exact minimum): a lower bound of c_ij − v_j outside the lists
+    known[rows] = scan.min
+    bad = scan.min < u[rows] - tol
+    # the row's other columns: at least its (CAP+1)-th value, or θ_i
+    known[rows[bad]] = nxt[bad]
+    near = (scan.count > 0) & ~bad
+    return rows.size, _scan_pairs(scan, bad), (rows[near], nxt[near], _scan_pairs(scan, near))
 
 
 def _tight_outside(pw: Pairwise, sa: SparseAssignment, lists: _Lists, delta: float,
