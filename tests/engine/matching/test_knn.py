@@ -206,7 +206,7 @@ def test_gated_scan_equals_brute_force_on_the_gated_columns(metric, screened, se
     off = rng.integers(0, 4, y.shape[0]) * np.median(c) / 3   # tied offsets
     key = rng.standard_normal(y.shape[0])
     key[:5] = np.inf                                          # columns no row may scan
-    # several chunks of rows (SCAN_ROWS each), repeated rows
+    # several chunks of rows (the tuning's scan_rows each), repeated rows
     rows = np.concatenate([rng.choice(90, 40, replace=False), [3, 3], rng.choice(90, 160)])
     r = c[rows] - off[None, :]
     theta = _scan_thresholds(rng, r, key, 0.2, 7, 5)
