@@ -130,7 +130,8 @@ class MatchingTuning:
     the release; bounded by the rows' lists in L2); ``gate_block``: columns per block of
     the certificate's gated scan (``knn.scan_gated``: m float64 rows in 3/4 of L1d, at
     least 64 for the 32-column register blocks); ``scan_rows``: rows sharing each block
-    of the gated scan; ``hit_sub``: columns per sub-block searched for hits; ``ahead``:
+    of the gated scan; ``hit_sub``: columns per sub-block searched for hits (counted in
+    two float32 vectors); ``ahead``:
     pairs between a scored pair and the partner row prefetched for a later one (a hint:
     memory latency over a pair's work, a few tens of pairs on any current core)."""
 
@@ -153,21 +154,23 @@ CHOICES: dict[str, tuple[int, ...]] = {
 }
 
 
-def _matching_for_host(m: int, l1: int, l2: int) -> MatchingTuning:
-    """The derivation of :func:`matching`, from the attribute count and cache sizes."""
+def _matching_for_host(m: int, l1: int, l2: int, lanes: int) -> MatchingTuning:
+    """The derivation of :func:`matching`, from the attribute count, cache sizes and
+    float32 vector lanes."""
     use = 3 * l1 // 4
     tile = _pow2_fit(use, 4 * m + 8, 64, 4096)
     # the chunk's rows (4·m bytes each) and their lists stay in a quarter of L2
     chunk = _pow2_fit(l2 // 4, 4 * m + 1024, 16, 128)
     gate = _pow2_fit(use, 8 * m, 64, 1024)
+    # a hit sub-block is counted in two vectors
     return MatchingTuning(tile=tile, chunk=chunk, gate_block=gate, scan_rows=64,
-                          hit_sub=32, ahead=16)
+                          hit_sub=max(16, 2 * lanes), ahead=16)
 
 
 @functools.lru_cache(maxsize=64)
 def _matching_cached(m: int, env: str) -> MatchingTuning:
     l1, l2 = cache_sizes()
-    base = _matching_for_host(m, l1, l2)
+    base = _matching_for_host(m, l1, l2, vector_lanes())
     over = overrides()
     if any(v < 1 for k, v in over.items() if k != "ahead"):
         raise LinkriskError(f"{ENV}: every parameter but 'ahead' must be ≥ 1")

@@ -24,15 +24,15 @@ FIELDS = ("fwd_idx", "fwd_score", "bwd_idx", "bwd_score", "fwd_bound", "bwd_boun
 # ---------------------------------------------------------------------------------------
 def test_host_derivation_fits_the_caches():
     # a 48 KiB L1 and 2 MiB L2 with 13 attributes: the figures the kernels were tuned to
-    t = tuning._matching_for_host(13, 48 * 1024, 2048 * 1024)
+    t = tuning._matching_for_host(13, 48 * 1024, 2048 * 1024, 16)
     assert (t.tile, t.chunk, t.gate_block, t.scan_rows, t.hit_sub, t.ahead) == (
         512, 128, 256, 64, 32, 16)
     # a 32 KiB L1: half the tile and gate block, so that they stay in it
-    s = tuning._matching_for_host(13, 32 * 1024, 512 * 1024)
-    assert (s.tile, s.gate_block) == (256, 256 // 2)
+    s = tuning._matching_for_host(13, 32 * 1024, 512 * 1024, 8)
+    assert (s.tile, s.gate_block, s.hit_sub) == (256, 256 // 2, 16)
     for m in (1, 5, 13, 16, 40, 200):
         for l1 in (16 << 10, 32 << 10, 48 << 10, 1 << 20):
-            t = tuning._matching_for_host(m, l1, 1 << 20)
+            t = tuning._matching_for_host(m, l1, 1 << 20, 8)
             assert t.tile & (t.tile - 1) == 0 and 64 <= t.tile <= 4096
             assert t.tile * (4 * m + 8) <= 3 * l1 // 4 or t.tile == 64
             assert t.gate_block >= 64 and t.gate_block % 32 == 0
