@@ -24,8 +24,15 @@ from ..data import (
 from ..engine.nearest import Progress
 from ..errors import LinkriskError, LinkriskWarning
 from ..truth import row_order_check
-from . import registry  # noqa: F401  (registers the attacks, in registry.ATTACK_MODULES' order)
+
+# the import order is the registry's order (docs, ``linkrisk methods``, "all"): dbrl and its
+# variants first
+from . import distance  # noqa: F401  (registers the attacks)
+
+# isort: split
+from . import categorical, globalmatch, probabilistic, rank, rankswap  # noqa: F401
 from .base import ATTACKS, AttackResult, LinkContext, Outcome, results_frame
+from .blocking import block_index, check_keys
 from .settings import DIRECTIONS, LinkSettings, resolve_settings
 
 #: ``method="all"`` (and ``assess``) leaves the global attack out above this many records
@@ -124,22 +131,16 @@ def make_context(
     qi: str | Sequence[str] | None = None,
     *,
     settings: LinkSettings | None = None,
-    ids: str | Sequence[str] | None = None,
-    kinds: Mapping[str, str] | None = None,
-    direction: str | None = None,
-    memory_budget: int | str | None = None,
-    seed: int | None = None,
-    progress: Progress | None = None,
-    backend: str | None = None,
-    scheduler: Any = None,
-    assume_row_order: bool | None = None,
-    screen_qi: bool | None = None,
+    **options: Any,
 ) -> tuple[LinkContext, str]:
     """Validate the inputs once and build the (frozen) :class:`LinkContext` shared by
     attacks; returns it with the canonical direction.
 
     The linkage options are ``settings`` (a :class:`LinkSettings`, default
-    ``LinkSettings()``) with the keywords given (not None) applied, ``qi`` included.
+    ``LinkSettings()``) with the keywords given (``options``: any field of
+    :class:`LinkSettings`, not None) applied, ``qi`` included. Blocking keys
+    (``block``) are checked against both files, left out of the QIs and turned into the
+    block of every record (``ctx.blocks``, :func:`.blocking.block_index`).
     Integer columns with few distinct values are read as nominal codes
     (:func:`linkrisk.data.attribute_kinds`); with ``screen_qi`` (``assess``) the default
     QIs also leave out id-like and weight-like columns (:func:`linkrisk.data.select_qi`);
@@ -151,31 +152,26 @@ def make_context(
     (:func:`linkrisk.truth.row_order_check`), with ``ids`` the share of records they pair
     (at least half of the smaller file) and the same test on the records they pair; the
     check's outcome is ``ctx.truth_check``."""
-    st = resolve_settings(settings, qi=qi, ids=ids, kinds=kinds, direction=direction,
-                          memory_budget=memory_budget, seed=seed, progress=progress,
-                          backend=backend, scheduler=scheduler,
-                          assume_row_order=assume_row_order, screen_qi=screen_qi)
-    for name, df in (("original", original), ("masked", masked)):
-        if not isinstance(df, pd.DataFrame):
-            raise LinkriskError(f"the {name} file must be a pandas DataFrame, got {type(df).__name__}")
-        if len(df) == 0:
-            raise LinkriskError(f"the {name} file has no rows")
-        if df.columns.has_duplicates:
-            dup = df.columns[df.columns.duplicated()][0]
-            raise LinkriskError(f"the {name} file has two columns named {dup!r}; rename one")
+    st = resolve_settings(settings, qi=qi, **options)
+    _check_frames(original, masked)
     direction = st.direction
     ids_ = None if st.ids is None else list(st.ids)
+    keys = list(st.block or ())
+    if keys:
+        check_keys(keys, (("original", original), ("released", masked)), st.qi, ids_)
     a_df, b_df = (original, masked) if direction == "original->masked" else (masked, original)
     truth = truth_from_ids(a_df, b_df, ids_)
     if ids_ is not None:
         _check_id_share(truth, len(a_df), len(b_df), ids_)
     notes: list[str] = []
     t_ab = truth if direction == "original->masked" else _invert(truth, len(original))
-    cols = select_qi(original, masked, None if st.qi is None else list(st.qi), ids_,
-                     truth=t_ab, notes=notes, screen=st.screen_qi)
+    cols = select_qi(original, masked, None if st.qi is None else list(st.qi),
+                     (ids_ or []) + keys or None, truth=t_ab, notes=notes,
+                     screen=st.screen_qi)
     k = attribute_kinds(original, cols, dict(st.kinds or {}), notes=notes)
     for df, what in ((a_df, "attacker's file"), (b_df, "released file")):
         check_scale(df, [c for c in cols if k[c] == "numeric"], what)
+    blocks = block_index(a_df, b_df, keys, notes) if keys else None
     a_q, b_q = a_df[cols].reset_index(drop=True), b_df[cols].reset_index(drop=True)
     normalise_categories(a_q, b_q, cols, k, notes)
     for note in notes:
@@ -186,8 +182,21 @@ def make_context(
             check = row_order_check(a_q, b_q, cols, k, st.seed)
         else:
             check = _check_id_pairs(a_q, b_q, truth, cols, k, st.seed, ids_)
-    ctx = LinkContext(a_q, b_q, cols, k, truth, st, truth_check=check, notes=tuple(notes))
+    ctx = LinkContext(a_q, b_q, cols, k, truth, st, truth_check=check, notes=tuple(notes),
+                      blocks=blocks)
     return ctx, direction
+
+
+def _check_frames(original: pd.DataFrame, masked: pd.DataFrame) -> None:
+    """Both files are non-empty DataFrames without duplicate column names."""
+    for name, df in (("original", original), ("masked", masked)):
+        if not isinstance(df, pd.DataFrame):
+            raise LinkriskError(f"the {name} file must be a pandas DataFrame, got {type(df).__name__}")
+        if len(df) == 0:
+            raise LinkriskError(f"the {name} file has no rows")
+        if df.columns.has_duplicates:
+            dup = df.columns[df.columns.duplicated()][0]
+            raise LinkriskError(f"the {name} file has two columns named {dup!r}; rename one")
 
 
 #: the ids must pair at least this share of the smaller file's records
@@ -290,6 +299,10 @@ def run_attack(ctx: LinkContext, method: str, direction: str | None = None, *,
     per = pd.DataFrame({"link": s.link, "candidates": s.count, "true_in_set": s.true_in_set,
                         "correct": correct, "score": s.min_score})
     per.index.name = "record"
+    if ctx.blocks is not None:  # the true partner is in another block (or a key missing)
+        per["blocked_out"] = (np.asarray(ctx.truth) >= 0) & ~ctx.blocks.linkable(ctx.truth)
+        out.extra.update(block=list(ctx.blocks.keys), blocks=ctx.blocks.count,
+                         not_linkable_blocking=int(per["blocked_out"].sum()))
     total = float(correct.sum())
     return AttackResult(method=method, n=ctx.n_a, n_released=ctx.n_b, correct_links=total,
                         rate=total / ctx.n_a, per_record=per, qi=list(ctx.qi),
@@ -407,6 +420,7 @@ def attack(
     backend: str | None = None,
     scheduler: Any = None,
     assume_row_order: bool | None = None,
+    block: str | Sequence[str] | None = None,
     progress_for: Callable[[str], Progress | None] | None = None,
     errors: str = "raise",
     **params: Any,
@@ -422,7 +436,7 @@ def attack(
         One attack (``"dbrl"`` or ``["dbrl"]``), several (``"dbrl,rbrl_sum"`` or a list),
         or ``"all"``: every attack that applies to the QIs' kinds (the others, and the
         global attack above :data:`GLOBAL_MAX_N` records, are listed in ``.skipped``).
-    qi, ids, kinds, direction, memory_budget, seed, progress, backend, scheduler, assume_row_order
+    qi, ids, kinds, direction, memory_budget, seed, progress, backend, scheduler, assume_row_order, block
         The linkage options (:class:`LinkSettings`): the keywords given (not None) override
         those of ``settings``; without ``settings`` they build one. ``qi``: the
         quasi-identifiers the attacker knows (default: all common columns); ``ids``: id
@@ -430,7 +444,9 @@ def attack(
         ``assume_row_order``); ``direction``: ``original->masked`` (default) or
         ``masked->original``; ``memory_budget``: bytes of working memory of the blocked
         engine; ``seed``: tie breaking of the reported links; ``backend``: ``local`` or
-        ``dask`` (``scheduler`` = a ``distributed.Client`` or an address; same results).
+        ``dask`` (``scheduler`` = a ``distributed.Client`` or an address; same results);
+        ``block``: blocking keys, records compared only within blocks of equal keys
+        (docs/methods.md, "Blocking").
     settings : LinkSettings, optional
         All linkage options in one validated object.
     progress_for : callable, optional
@@ -470,21 +486,9 @@ def attack(
     st = resolve_settings(settings, qi=qi, ids=ids, kinds=kinds, direction=direction,
                           memory_budget=memory_budget, seed=seed, progress=progress,
                           backend=backend, scheduler=scheduler,
-                          assume_row_order=assume_row_order)
+                          assume_row_order=assume_row_order, block=block)
     ctx, direction = make_context(original, masked, settings=st)
-    skipped: dict[str, str] = {}
-    for name in names:  # every attack's applicability before any runs
-        why = why_not(ctx, name, routed[name])
-        if why is None and everything and name == "gdbrl" and max(ctx.n_a, ctx.n_b) > GLOBAL_MAX_N:
-            why = (f"files above {GLOBAL_MAX_N:,} records (the global attack takes minutes "
-                   "there); ask for it by name (--method gdbrl) to run it")
-        if why is not None:
-            if not everything:
-                raise LinkriskError(f"{name} cannot run on these files: {why}")
-            skipped[name] = why
-    if everything and len(skipped) == len(names):
-        raise LinkriskError("no attack applies to these files: "
-                            + "; ".join(f"{k}: {v}" for k, v in skipped.items()))
+    skipped = _not_applicable(ctx, names, routed, everything)
     if single:
         return run_attack(ctx, names[0], direction, **routed[names[0]])
     runnable = [n for n in names if n not in skipped]
@@ -498,6 +502,28 @@ def attack(
                                                                for k, v in skipped.items()))
     return AttackResults(results, skipped=skipped, failed=failed, qi=ctx.qi, kinds=ctx.kinds,
                          direction=direction, truth=truth_description(ctx), settings=st)
+
+
+def _not_applicable(ctx: LinkContext, names: Sequence[str],
+                    routed: Mapping[str, Mapping[str, Any]], everything: bool
+                    ) -> dict[str, str]:
+    """Every attack's applicability, checked before any runs: method → why not. A named
+    method that cannot run is an error; with ``"all"`` it is skipped (the global attack
+    also above :data:`GLOBAL_MAX_N` records), and nothing left is an error."""
+    skipped: dict[str, str] = {}
+    for name in names:
+        why = why_not(ctx, name, routed[name])
+        if why is None and everything and name == "gdbrl" and max(ctx.n_a, ctx.n_b) > GLOBAL_MAX_N:
+            why = (f"files above {GLOBAL_MAX_N:,} records (the global attack takes minutes "
+                   "there); ask for it by name (--method gdbrl) to run it")
+        if why is not None:
+            if not everything:
+                raise LinkriskError(f"{name} cannot run on these files: {why}")
+            skipped[name] = why
+    if everything and len(skipped) == len(names):
+        raise LinkriskError("no attack applies to these files: "
+                            + "; ".join(f"{k}: {v}" for k, v in skipped.items()))
+    return skipped
 
 
 __all__ = ["ATTACKS", "DIRECTIONS", "GLOBAL_MAX_N", "AttackResult", "AttackResults",

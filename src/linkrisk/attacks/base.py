@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from ..data import numeric_matrix
+from ..engine.blocking import Blocks, blocked_missing_sets, blocked_nearest_sets
 from ..engine.nearest import NearestSets, Progress, nearest_sets
 from ..errors import LinkriskError
 from ..params import Param, as_params, coerce_params
@@ -30,7 +31,8 @@ class LinkContext:
     passed to :func:`linkrisk.attacks.run_attack` (which runs on :meth:`with_progress`, a
     copy sharing the converted matrices). ``truth_check``: the row-order check's outcome
     (None with ids or ``assume_row_order``); ``notes``: what the QI screening and kind
-    inference decided."""
+    inference decided; ``blocks``: the block of every record when the linkage is blocked
+    (:class:`~linkrisk.engine.blocking.Blocks`, ``settings.block``), else None."""
 
     a_df: pd.DataFrame
     b_df: pd.DataFrame
@@ -40,6 +42,7 @@ class LinkContext:
     settings: LinkSettings = field(default_factory=LinkSettings)
     truth_check: Any = None
     notes: tuple[str, ...] = ()
+    blocks: Blocks | None = None
     #: converted matrices, shared by the copies of :meth:`with_progress` (a matrix handed
     #: over by :meth:`take_numeric` is gone for all of them: it may be overwritten)
     _cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
@@ -124,9 +127,13 @@ class LinkContext:
         seed and progress callback (on this machine, also with the Dask backend)."""
         from ..engine.nearest.missing import nearest_sets_missing
 
-        out = Outcome(nearest_sets_missing(obs_a, obs_b, build, truth=self.truth,
-                                           memory_budget=self.memory_budget, seed=self.seed,
-                                           progress=self.progress))
+        kw = dict(memory_budget=self.memory_budget, seed=self.seed)
+        if self.blocks is None:
+            out = Outcome(nearest_sets_missing(obs_a, obs_b, build, truth=self.truth,
+                                               progress=self.progress, **kw))
+        else:  # one search per block, on the rows of the whole files
+            out = Outcome(blocked_missing_sets(obs_a, obs_b, build, self.blocks,
+                                               truth=self.truth, **kw))
         out.extra["missing_values"] = True
         return out
 
@@ -157,6 +164,8 @@ class LinkContext:
         truth = self.truth if rows is None else self.truth[rows]
         if rows is not None:
             kw["row_ids"] = rows
+        if self.blocks is not None:
+            return Outcome(self._blocked(a, b, metric, truth, kw))
         if self.backend == "dask":
             from ..engine.nearest.distributed import dask_nearest_sets
 
@@ -167,6 +176,24 @@ class LinkContext:
         return Outcome(nearest_sets(a, b, metric=metric, truth=truth,
                                     memory_budget=self.memory_budget, seed=self.seed,
                                     progress=self.progress, **kw))
+
+    def _blocked(self, a: np.ndarray, b: np.ndarray, metric: str, truth: np.ndarray,
+                 kw: dict[str, Any]) -> NearestSets:
+        """:meth:`nearest` within blocks (:func:`~linkrisk.engine.blocking.blocked_nearest_sets`);
+        with the Dask backend the large blocks are its tasks."""
+        run = None
+        if self.backend == "dask":
+            from ..engine.nearest.distributed import dask_map_sets
+
+            common = {k: v for k, v in kw.items() if k != "row_ids"}
+
+            def run(problems: Any) -> list[NearestSets]:
+                return dask_map_sets(problems, scheduler=self.scheduler, metric=metric,
+                                     memory_budget=self.memory_budget, seed=self.seed,
+                                     **common)
+        return blocked_nearest_sets(a, b, self.blocks, metric=metric, truth=truth,
+                                    memory_budget=self.memory_budget, seed=self.seed,
+                                    progress=self.progress, run=run, **kw)
 
     def true_pairs(self) -> tuple[np.ndarray, np.ndarray]:
         """Row indices (in A, in B) of the true pairs, for the statistics of dbrl2 and

@@ -61,6 +61,7 @@ from typing import Any
 
 import numpy as np
 
+from ..engine.blocking import blocked_matching
 from ..engine.matching.knn import count_within, kth_cost, pair_costs
 from ..engine.matching.solver import (
     DEFAULT_K,
@@ -150,21 +151,31 @@ def gdbrl(
     kw: dict[str, Any] = {"d": d} if metric == "kernel" else {}
     if not standardize:
         kw["standardize"] = False
+    if ctx.blocks is not None and (approx is not None or ctx.has_missing):
+        raise LinkriskError("gdbrl with blocking does not take "
+                            + ("approx (AGDBRL)" if approx is not None else "missing values")
+                            + " yet; run it without --block, or use dbrl")
     if ctx.has_missing:
         return _missing(ctx, metric, kw, delta, approx, solver, ties)
     sp = space(ctx, metric, **kw)
     pw = Pairwise.build(sp.a, sp.b, sp.metric, root=sp.root, transpose=False, **sp.kw)
     truth = np.asarray(ctx.truth, np.int64)
+    if ctx.blocks is not None:  # a partner in another block is no true pair of the matching
+        truth = np.where(ctx.blocks.linkable(truth), truth, -1)
     has = truth >= 0
     true_cost = np.full(n_a, np.inf)
     true_cost[has] = pair_costs(pw, np.flatnonzero(has), truth[has])
     extra: dict[str, Any] = {"metric": metric}
     dlt = _delta(delta, has, true_cost, extra)
     row_limit = _row_limit(approx, pw, has, true_cost, extra)
-    res = min_cost_matching(
-        pw.x, pw.y, metric=sp.metric, root=sp.root, delta=dlt, row_limit=row_limit,
-        solver=solver, k=k, k_list=k_list, dense_max_n=dense_max_n, ties=ties, seed=ctx.seed,
-        memory_budget=ctx.memory_budget, progress=ctx.progress, **sp.kw)
+    opts = dict(metric=sp.metric, root=sp.root, delta=dlt, solver=solver, k=k, k_list=k_list,
+                dense_max_n=dense_max_n, ties=ties, seed=ctx.seed,
+                memory_budget=ctx.memory_budget, **sp.kw)
+    if ctx.blocks is None:
+        res = min_cost_matching(pw.x, pw.y, row_limit=row_limit, progress=ctx.progress,
+                                **opts)
+    else:  # one matching per block (docs/methods.md, "Blocking")
+        res = blocked_matching(pw, ctx.blocks, progress=ctx.progress, **opts)
     sets = _sets(res, truth, true_cost, extra)
     extra.update(ties=ties)
     extra.update({k_: v for k_, v in res.info.items() if k_ not in ("k",)})

@@ -79,9 +79,11 @@ def windows(a_pos: tuple[np.ndarray, np.ndarray], b_pos: tuple[np.ndarray, np.nd
 
 @nb.njit(cache=True)
 def _restricted_dbrl(a, b, order, place, start, end, truth, rid, union, rtol, seed,
-                     out_min, out_count, out_true, out_ts, out_link, out_size):
+                     block_a, block_b, out_min, out_count, out_true, out_ts, out_link,
+                     out_size):
     """For each A row: the restricted set (intersection, or maximal-count records for the
-    union variant), then the DBRL candidate set inside it with the common tie rule.
+    union variant) among the records of its block (``block_a[i] == block_b[b]``; all zeros
+    without blocking), then the DBRL candidate set inside it with the common tie rule.
     ``out_size`` = size of the restricted set (0: empty, caller falls back to DBRL)."""
     n_a, m = a.shape
     n_b = b.shape[0]
@@ -96,6 +98,8 @@ def _restricted_dbrl(a, b, order, place, start, end, truth, rid, union, rtol, se
             for j in range(m):
                 for k in range(start[j, i], end[j, i]):
                     bi = order[j, k]
+                    if block_b[bi] != block_a[i]:
+                        continue
                     if cnt[bi] == 0:
                         buf[size] = bi
                         size += 1
@@ -117,9 +121,9 @@ def _restricted_dbrl(a, b, order, place, start, end, truth, rid, union, rtol, se
                     js = j
             for k in range(start[js, i], end[js, i]):
                 bi = order[js, k]
-                ok = True
+                ok = block_b[bi] == block_a[i]
                 for j in range(m):
-                    if j != js:
+                    if ok and j != js:
                         p = place[j, bi]
                         if p < start[j, i] or p >= end[j, i]:
                             ok = False
@@ -173,8 +177,14 @@ def _rank_swap_attack(ctx: LinkContext, p: float, union: bool) -> Outcome:
     size = np.zeros(n_a, np.int64)
     truth = np.ascontiguousarray(ctx.truth, np.int64)
     rid = np.arange(n_a, dtype=np.int64)
+    blk = ctx.blocks
+    if blk is not None:  # a true partner in another block is not linkable
+        truth = np.where(blk.linkable(truth), truth, -1)
+    block_a = np.zeros(n_a, np.int64) if blk is None else blk.a
+    # a missing key (−1) matches nothing, not another missing key
+    block_b = np.zeros(ctx.n_b, np.int64) if blk is None else np.where(blk.b < 0, -2, blk.b)
     _restricted_dbrl(sp.a, sp.b, order, place, start, end, truth, rid, union, RTOL, ctx.seed,
-                     out_min, out_count, out_true, out_ts, out_link, size)
+                     block_a, block_b, out_min, out_count, out_true, out_ts, out_link, size)
     empty = np.flatnonzero(size == 0)
     if empty.size:  # no released record in every window: plain DBRL for those records
         sub = ctx.nearest(sp.a[empty], sp.b, sp.metric, rows=empty).sets

@@ -101,6 +101,12 @@ class LinkSettings:
     screen_qi : bool
         Leave id-like, weight-like and unchanged columns out of the default QIs (what
         :func:`linkrisk.assess` and the CLI do; :func:`linkrisk.attack` does not by default).
+    block : str or sequence of str, optional
+        Blocking keys (``"region,sex"`` or a list): columns of both files the attacker knows
+        exactly; records are compared only within blocks of equal keys (categories compared
+        by :func:`linkrisk.data.category_key`), and a record whose true partner is in another
+        block is not linkable. The keys are not QIs of the distance (docs/methods.md,
+        "Blocking").
 
     Notes
     -----
@@ -120,11 +126,15 @@ class LinkSettings:
     progress: Progress | None = None
     assume_row_order: bool = False
     screen_qi: bool = False
+    block: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         put = object.__setattr__  # the one place fields are set: validation of a new object
         put(self, "qi", _columns(self.qi, "qi"))
         put(self, "ids", _columns(self.ids, "ids"))
+        put(self, "block", _columns(self.block, "block") or None)
+        if self.block is not None and len(set(self.block)) != len(self.block):
+            raise LinkriskError("a blocking key is named twice")
         if self.kinds is not None and not isinstance(self.kinds, (Mapping, str)):
             raise LinkriskError(f"kinds must be a mapping column → kind, got {self.kinds!r}")
         kinds = parse_kinds(self.kinds)
@@ -165,7 +175,8 @@ class LinkSettings:
                 "kinds": dict(self.kinds or {}), "direction": self.direction,
                 "memory_budget": self.memory_budget, "seed": self.seed,
                 "backend": self.backend, "assume_row_order": self.assume_row_order,
-                "screen_qi": self.screen_qi}
+                "screen_qi": self.screen_qi,
+                "block": None if self.block is None else list(self.block)}
 
 
 #: the fields of :class:`LinkSettings` (the linkage keywords of ``attack``/``make_context``)

@@ -6,6 +6,9 @@ Results are bit-identical to the single-process engine: each row's candidate set
 only on that row and the released file, and its tie-breaking link is seeded by its global
 row id (``row_ids``), not by its position in a block.
 
+With blocking (:func:`linkrisk.engine.blocking.blocked_nearest_sets`), the large blocks
+are the tasks (:func:`dask_map_sets`), each one block against its released records.
+
 Only the nearest-set attacks run distributed (dbrl and its variants, Mahalanobis, kernel,
 rbrl_*, categorical/mixed distances). The global attack (gdbrl) solves one assignment
 problem over all records — its candidate graph and dual certificate live in one process —
@@ -15,6 +18,7 @@ so it stays on one machine; prl and rsrl also run locally.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -54,6 +58,21 @@ def client_for(scheduler: Any = None):
         return Client(processes=True, dashboard_address=None), True
 
 
+def _gather(futs: dict[Any, int], total: int, progress: Progress | None
+            ) -> dict[int, NearestSets]:
+    """The tasks' results by their key, as they complete (``progress`` counts rows)."""
+    from distributed import as_completed
+
+    parts: dict[int, NearestSets] = {}
+    done = 0
+    for f in as_completed(list(futs)):
+        parts[futs[f]] = res = f.result()
+        done += res.count.shape[0]
+        if progress is not None:
+            progress(done, total)
+    return parts
+
+
 def dask_nearest_sets(a: np.ndarray, b: np.ndarray, *, truth: np.ndarray | None = None,
                       scheduler: Any = None, block_rows: int | None = None,
                       progress: Progress | None = None, row_ids: np.ndarray | None = None,
@@ -72,8 +91,6 @@ def dask_nearest_sets(a: np.ndarray, b: np.ndarray, *, truth: np.ndarray | None 
            else np.ascontiguousarray(row_ids, dtype=np.int64))
     client, owned = client_for(scheduler)
     try:
-        from distributed import as_completed
-
         threads = max(1, sum(client.nthreads().values()))
         rows = int(block_rows or max(1024, math.ceil(n_a / (4 * threads))))
         bf = client.scatter(b, broadcast=True)
@@ -83,17 +100,31 @@ def dask_nearest_sets(a: np.ndarray, b: np.ndarray, *, truth: np.ndarray | None 
             f = client.submit(_block, a[r0:r1], bf, truth[r0:r1],
                               rid[r0:r1], kw, pure=False)
             futs[f] = r0
-        parts: dict[int, NearestSets] = {}
-        done = 0
-        for f in as_completed(list(futs)):
-            res = f.result()
-            parts[futs[f]] = res
-            done += res.count.shape[0]
-            if progress is not None:
-                progress(done, n_a)
+        parts = _gather(futs, n_a, progress)
     finally:
         if owned:
             client.close()
     order = [parts[k] for k in sorted(parts)]
     return NearestSets(*(np.concatenate([getattr(p, f) for p in order])
                          for f in ("min_score", "count", "true_in_set", "true_score", "link")))
+
+
+def dask_map_sets(problems: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]],
+                  *, scheduler: Any = None, progress: Progress | None = None,
+                  **kw: Any) -> list[NearestSets]:
+    """:func:`~linkrisk.engine.nearest_sets` of independent sub-problems (the blocks of a
+    blocked search: ``(a, b, truth, row_ids)`` each, ``kw`` common), one Dask task each;
+    results in the order of ``problems``. ``progress(done, total)`` counts attacker rows."""
+    client, owned = client_for(scheduler)
+    try:
+        futs = {}
+        total = 0
+        for i in range(len(problems)):
+            a, b, truth, rid = problems[i]
+            total += a.shape[0]
+            futs[client.submit(_block, a, b, truth, rid, kw, pure=False)] = i
+        parts = _gather(futs, total, progress)
+    finally:
+        if owned:
+            client.close()
+    return [parts[i] for i in range(len(problems))]
