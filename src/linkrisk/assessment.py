@@ -307,6 +307,7 @@ def assess(
     holdout: pd.DataFrame | None = None,
     sensitive: str | Sequence[str] | None = None,
     linkability: bool = False,
+    block: str | Sequence[str] | None = None,
 ) -> Assessment:
     """Run the attacks and measures a data owner needs before releasing ``masked``.
 
@@ -360,7 +361,11 @@ def assess(
     control set), shown beside true re-identification in :attr:`Assessment.linkability`
     and the report: it counts attacker records whose two halves point to the same
     released record, right or wrong, and needs no truth; re-identification counts the
-    links to the record's own released version."""
+    links to the record's own released version.
+
+    ``block``: blocking keys (e.g. categorical QIs such as region and sex, known exactly by
+    the attacker): every attack compares records only within blocks of equal keys, and the
+    keys leave the QIs (docs/methods.md, "Blocking"); the report names them."""
     t0 = time.perf_counter()
     if synthetic:
         from .synthetic import synthetic_risk
@@ -382,7 +387,7 @@ def assess(
     names = resolve_methods(attacks) if explicit else []
     st = resolve_settings(settings, qi=qi, ids=ids, kinds=kinds,
                           memory_budget=memory_budget, seed=seed,
-                          assume_row_order=assume_row_order, screen_qi=True)
+                          assume_row_order=assume_row_order, screen_qi=True, block=block)
     if st.direction != "original->masked":
         raise LinkriskError("assess links the original file to the release "
                             "(direction original->masked); use linkrisk.attack for the "
@@ -468,6 +473,7 @@ def assess(
                 "attacks": names, "params": params, "rank_swap_p": rank_swap_p,
                 "memory_budget": int(ctx.memory_budget), "seed": int(ctx.seed),
                 "max_risk": None if max_risk is None else float(max_risk),
+                "block": None if st.block is None else list(st.block),
                 "linkrisk": _version(), "date": _dt.datetime.now().isoformat(timespec="seconds")}
     freq = _frequency(masked, ctx, weights, household, suda_max_size, records, notes)
     if freq is not None:

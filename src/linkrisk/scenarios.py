@@ -178,7 +178,7 @@ class _Search:
         sub = LinkContext(ctx.a_df[cols], ctx.b_df[cols], cols,
                           {c: ctx.kinds[c] for c in cols}, ctx.truth,
                           ctx.settings.with_(qi=cols), truth_check=ctx.truth_check,
-                          notes=ctx.notes)
+                          notes=ctx.notes, blocks=ctx.blocks)
         if getattr(LinkContext, "has_missing", None) is not None and not ctx.has_missing:
             sub._cache["missing"] = False  # no value missing in any column of the full set
         self.refill(sub)

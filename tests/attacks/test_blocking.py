@@ -180,3 +180,13 @@ def test_dask_backend_same_result():
                 dashboard_address=None) as client:
         got = _run(a, b, "dbrl", block="g", backend="dask", scheduler=client)
     pd.testing.assert_frame_equal(got.per_record, ref.per_record)
+
+
+def test_assess_blocks_every_attack_and_names_the_keys():
+    a, b = _separated(n=200)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = linkrisk.assess(a, b, qi="x0,x1,x2", attacks="dbrl,rbrl_sum", block="g",
+                              assume_row_order=True, scenarios="greedy")
+    assert res.settings["block"] == ["g"]
+    assert res.results["dbrl"].extra["blocks"] == 4

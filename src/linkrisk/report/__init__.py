@@ -460,6 +460,7 @@ def _settings_table(a: Assessment) -> pd.DataFrame:
         {"setting": "attribute kinds", "value": ", ".join(f"{k}: {v}" for k, v in s["kinds"].items())},
         {"setting": "records (attacker / released)", "value": f"{s['n_attacker']:,} / {s['n_released']:,}"},
         {"setting": "linkage direction", "value": s["direction"]},
+        {"setting": "blocking keys", "value": ", ".join(s.get("block") or []) or "none"},
         {"setting": "truth", "value": s["truth"]},
         {"setting": "attacks", "value": ", ".join(s["attacks"])},
         {"setting": "attack parameters", "value": "; ".join(
