@@ -190,3 +190,9 @@ def test_assess_blocks_every_attack_and_names_the_keys():
                               assume_row_order=True, scenarios="greedy")
     assert res.settings["block"] == ["g"]
     assert res.results["dbrl"].extra["blocks"] == 4
+
+
+def test_prl_refused_with_blocking():
+    a, b = _separated(n=60)
+    with pytest.raises(LinkriskError, match="prl cannot run.*blocking"):
+        _run(a, b, "prl", block="g")
