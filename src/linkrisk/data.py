@@ -347,60 +347,80 @@ def select_qi(
     either file."""
     id_cols = _qi_arg(ids, "ids") or []
     cols = _qi_arg(qi, "qi")
-    if cols is None:
-        cols = [c for c in original.columns if c in set(masked.columns) and c not in id_cols]
-        if not cols:
-            raise LinkriskError(
-                "the two files have no column in common; name the QI columns with --qi "
-                "(files must use the same column names)"
-            )
-        only_a, only_b, renamed = unmatched_columns(original, masked, id_cols, truth)
-        extra = [c for c in only_b if not (weight_like(c) or id_like(masked[c], c))]
-        if screen and extra:
-            # A column the release carries under a name the original does not have is
-            # information the attacker may hold (a renamed QI): leaving it out could only
-            # lower the verdict, so the default QIs are not taken on that assumption.
-            hint = "; ".join(f"{d!r} looks like {c!r} renamed" for c, d in renamed.items()
-                             if d in extra)
-            raise LinkriskError(
-                f"the release has column{'s' if len(extra) > 1 else ''} "
-                f"{', '.join(map(repr, extra))} that the original lacks"
-                f"{' (' + hint + ')' if hint else ''}: the assessment would leave "
-                f"{'them' if len(extra) > 1 else 'it'} out; give each column the same name "
-                "in both files, or name the quasi-identifiers with --qi")
-        if (only_a or only_b) and notes is not None:
-            notes.append(_one_file_note(only_a, only_b, renamed))
-        if dropped is not None:
-            dropped.extend(only_a + only_b)
-        if not screen:
-            return cols
-        idl = [c for c in cols if id_like(original[c], c)]
-        wts = [c for c in cols if c not in idl and weight_like(c)]
-        kept = [c for c in cols if c not in idl and c not in wts]
-        if not kept:
-            raise LinkriskError(
-                "every common column looks like an identifier or a weight "
-                f"({', '.join(map(str, idl + wts))}); name the quasi-identifiers with --qi")
-        if notes is not None:
-            for what, names, why in (
-                    ("id-like", idl, "unique per record or named like an identifier"),
-                    ("weight-like", wts, "named like a survey weight")):
-                if names:
-                    notes.append(f"{what} column{'s' if len(names) > 1 else ''} "
-                                 f"{', '.join(map(str, names))} ({why}) left out of the "
-                                 "default QIs; name the QIs with --qi to include "
-                                 f"{'them' if len(names) > 1 else 'it'}")
-        return kept
+    if cols is not None:
+        _check_named_qi(original, masked, cols)
+        return cols
+    cols = [c for c in original.columns if c in set(masked.columns) and c not in id_cols]
+    if not cols:
+        raise LinkriskError(
+            "the two files have no column in common; name the QI columns with --qi "
+            "(files must use the same column names)"
+        )
+    only_a, only_b, renamed = unmatched_columns(original, masked, id_cols, truth)
+    if screen:
+        _refuse_release_only(masked, only_b, renamed)
+    if (only_a or only_b) and notes is not None:
+        notes.append(_one_file_note(only_a, only_b, renamed))
+    if dropped is not None:
+        dropped.extend(only_a + only_b)
+    return _screen_qi(original, cols, notes) if screen else cols
+
+
+def _check_named_qi(original: pd.DataFrame, masked: pd.DataFrame, cols: list[str]) -> None:
+    """QIs named by the caller: each in both files, none twice."""
     for name, df in (("original", original), ("masked", masked)):
-        missing = [c for c in cols if c not in df.columns]
-        if missing:
-            raise LinkriskError(
-                f"QI column(s) {', '.join(map(repr, missing))} not in the {name} file "
-                f"(it has: {', '.join(map(str, df.columns[:12]))}{' …' if df.shape[1] > 12 else ''})"
-            )
+        absent = _absent_columns(df, cols)
+        if absent:
+            shown = ", ".join(map(str, df.columns[:12])) + (" …" if df.shape[1] > 12 else "")
+            raise LinkriskError(f"QI column(s) {absent} not in the {name} file (it has: {shown})")
     if len(set(cols)) != len(cols):
         raise LinkriskError("a QI column is named twice")
-    return cols
+
+
+def _absent_columns(df: pd.DataFrame, cols: Sequence[str]) -> str:
+    """The names of ``cols`` that ``df`` lacks, quoted and comma-separated ("" if none)."""
+    return ", ".join(repr(c) for c in cols if c not in df.columns)
+
+
+def _refuse_release_only(masked: pd.DataFrame, only_b: list[str], renamed: dict[str, str]
+                         ) -> None:
+    """Refuse default QIs when the release has a column the original lacks (not a weight or
+    an id): it is information the attacker may hold (a renamed QI), and leaving it out
+    could only lower the verdict, so the default QIs are not taken on that assumption."""
+    extra = [c for c in only_b if not (weight_like(c) or id_like(masked[c], c))]
+    if not extra:
+        return
+    hint = "; ".join(f"{d!r} looks like {c!r} renamed" for c, d in renamed.items()
+                     if d in extra)
+    raise LinkriskError(
+        f"the release has column{'s' if len(extra) > 1 else ''} "
+        f"{', '.join(map(repr, extra))} that the original lacks"
+        f"{' (' + hint + ')' if hint else ''}: the assessment would leave "
+        f"{'them' if len(extra) > 1 else 'it'} out; give each column the same name "
+        "in both files, or name the quasi-identifiers with --qi")
+
+
+def _screen_qi(original: pd.DataFrame, cols: list[str], notes: list[str] | None
+               ) -> list[str]:
+    """The default QIs without id-like and weight-like columns, each kind named in
+    ``notes``; refused when nothing is left."""
+    idl = [c for c in cols if id_like(original[c], c)]
+    wts = [c for c in cols if c not in idl and weight_like(c)]
+    kept = [c for c in cols if c not in idl and c not in wts]
+    if not kept:
+        raise LinkriskError(
+            "every common column looks like an identifier or a weight "
+            f"({', '.join(map(str, idl + wts))}); name the quasi-identifiers with --qi")
+    if notes is not None:
+        for what, names, why in (
+                ("id-like", idl, "unique per record or named like an identifier"),
+                ("weight-like", wts, "named like a survey weight")):
+            if names:
+                notes.append(f"{what} column{'s' if len(names) > 1 else ''} "
+                             f"{', '.join(map(str, names))} ({why}) left out of the "
+                             "default QIs; name the QIs with --qi to include "
+                             f"{'them' if len(names) > 1 else 'it'}")
+    return kept
 
 
 def is_number(s: pd.Series) -> bool:
@@ -572,12 +592,10 @@ def check_columns(df: pd.DataFrame, columns: Sequence[str] | str,
     cols = list(columns)
     if not cols:
         raise LinkriskError(f"{what} is empty; name at least one column")
-    missing = [c for c in cols if c not in df.columns]
-    if missing:
-        raise LinkriskError(
-            f"{what}: no column named {', '.join(map(repr, missing))}; "
-            f"the file has {', '.join(map(str, df.columns))}"
-        )
+    absent = _absent_columns(df, cols)
+    if absent:
+        raise LinkriskError(f"{what}: no column named {absent}; "
+                            f"the file has {', '.join(map(str, df.columns))}")
     if len(set(cols)) != len(cols):
         raise LinkriskError(f"{what} names a column twice")
     return cols

@@ -145,19 +145,8 @@ def invariant_pram_matrix(freq: np.ndarray, pd: float, alpha: float,
     randomisation for statistical disclosure control: theory and implementation. *Journal
     of Official Statistics* 14(4), 463–478. See docs/methods.md, ``pram``.
     """
-    freq = np.asarray(freq, dtype=np.float64)
-    size = len(freq)
-    if size == 1:
-        return np.ones((1, 1))
-    diag = rng.uniform(pd, 1.0, size)
-    p = np.repeat(((1.0 - diag) / (size - 1))[:, None], size, axis=1)
-    np.fill_diagonal(p, diag)
-    f = freq / freq.sum()
-    denom = f @ p                              # Σ_e f_e P_ed, > 0 for observed categories
-    q = (p * f[:, None]).T / denom[:, None]    # Q_dc = P_cd f_c / Σ_e P_ed f_e
-    r = p @ q
-    m = alpha * r + (1.0 - alpha) * np.eye(size)
-    return m / m.sum(axis=1, keepdims=True)    # exact stochastic rows despite round-off
+    # every count > 0: Σ_e f_e P_ed > 0 for every d, the matrix over all categories is this one
+    return invariant_pram_matrix_all(freq, pd, alpha, rng)
 
 
 PRAM_VARIANTS = ("observed", "sdcmicro")
@@ -176,11 +165,11 @@ def invariant_pram_matrix_all(counts: np.ndarray, pd: float, alpha: float,
     p = np.repeat(((1.0 - diag) / (size - 1))[:, None], size, axis=1)
     np.fill_diagonal(p, diag)
     f = counts / counts.sum()
-    denom = f @ p
-    with np.errstate(invalid="ignore", divide="ignore"):
+    denom = f @ p                              # Σ_e f_e P_ed
+    with np.errstate(invalid="ignore", divide="ignore"):  # Q_dc = P_cd f_c / Σ_e P_ed f_e
         q = np.where(denom[:, None] > 0, (p * f[:, None]).T / denom[:, None], 0.0)
     m = alpha * (p @ q) + (1.0 - alpha) * np.eye(size)
-    return m / m.sum(axis=1, keepdims=True)
+    return m / m.sum(axis=1, keepdims=True)    # exact stochastic rows despite round-off
 
 
 def _transitions(codes: np.ndarray, matrix: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -664,37 +653,24 @@ def coding_map(series: pandas.Series, method: str, **params: Any) -> dict:
     return _recoding(series, method, params).mapping(series)
 
 
-def top_coding_map(series: pandas.Series, threshold: Any = None,
-                   quantile: float | None = None) -> dict:
-    """Value/category → released value/category under ``top_coding`` (see module doc).
+def _threshold_map(method: str, side: str, relation: str) -> Callable[..., dict]:
+    """The public category map of ``top_coding`` or ``bottom_coding``: one definition for
+    both, which differ only in the side of the threshold."""
 
-    Parameters
-    ----------
-    series : pandas.Series
-        The column (numeric or ordered Categorical).
-    threshold : object, optional
-        The top code: values above it are released as it.
-    quantile : float, optional
-        The threshold as a quantile of the column, instead of ``threshold``.
-
-    Returns
-    -------
-    dict
-        As :func:`coding_map`.
-    """
-    return coding_map(series, "top_coding", threshold=threshold, quantile=quantile)
-
-
-def bottom_coding_map(series: pandas.Series, threshold: Any = None,
+    def threshold_map(series: pandas.Series, threshold: Any = None,
                       quantile: float | None = None) -> dict:
-    """Value/category → released value/category under ``bottom_coding``.
+        return coding_map(series, method, threshold=threshold, quantile=quantile)
+
+    threshold_map.__name__ = threshold_map.__qualname__ = f"{method}_map"
+    threshold_map.__doc__ = f"""Value/category → released value/category under ``{method}``
+    (see module doc).
 
     Parameters
     ----------
     series : pandas.Series
         The column (numeric or ordered Categorical).
     threshold : object, optional
-        The bottom code: values below it are released as it.
+        The {side} code: values {relation} it are released as it.
     quantile : float, optional
         The threshold as a quantile of the column, instead of ``threshold``.
 
@@ -703,7 +679,11 @@ def bottom_coding_map(series: pandas.Series, threshold: Any = None,
     dict
         As :func:`coding_map`.
     """
-    return coding_map(series, "bottom_coding", threshold=threshold, quantile=quantile)
+    return threshold_map
+
+
+top_coding_map = _threshold_map("top_coding", "top", "above")
+bottom_coding_map = _threshold_map("bottom_coding", "bottom", "below")
 
 
 def global_recoding_map(series: pandas.Series, **params: Any) -> dict:

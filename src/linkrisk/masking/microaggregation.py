@@ -82,71 +82,93 @@ def _argmax(d, R):
 
 
 @nb.njit(cache=True)
+def _heap_offer(hd, hp, cnt, di, i):
+    """Offer record i at distance di to the bounded max-heap ``hd``/``hp`` holding ``cnt``
+    of its ``len(hd)`` places (large k: O(log k) a record); returns the new count."""
+    if cnt < hd.shape[0]:
+        c = _sift_up(hd, hp, cnt, di)
+        cnt += 1
+    elif di < hd[0]:
+        c = _sift_down(hd, hp, di)
+    else:
+        return cnt
+    hd[c] = di
+    hp[c] = i
+    return cnt
+
+
+@nb.njit(cache=True)
+def _sift_up(hd, hp, c, di):
+    """Move the parents of free slot c that are nearer than di down; returns di's slot."""
+    while c > 0:
+        par = (c - 1) // 2
+        if hd[par] >= di:
+            break
+        hd[c] = hd[par]
+        hp[c] = hp[par]
+        c = par
+    return c
+
+
+@nb.njit(cache=True)
+def _sift_down(hd, hp, di):
+    """Replace the root (the farthest kept) by di: move the farther children up; returns
+    di's slot."""
+    need = hd.shape[0]
+    c = 0
+    while True:
+        ch = 2 * c + 1
+        if ch >= need:
+            break
+        if ch + 1 < need and hd[ch + 1] > hd[ch]:
+            ch += 1
+        if hd[ch] <= di:
+            break
+        hd[c] = hd[ch]
+        hp[c] = hp[ch]
+        c = ch
+    return c
+
+
+@nb.njit(cache=True)
+def _buffer_offer(bd, bp, cnt, di, i):
+    """Offer record i at distance di to the sorted buffer ``bd``/``bp`` holding the best
+    ``cnt`` so far (small k: most records fail the first test); returns the new count."""
+    need = bd.shape[0]
+    if cnt == need and di >= bd[need - 1]:
+        return cnt
+    t = cnt if cnt < need else need - 1
+    while t > 0 and bd[t - 1] > di:
+        if t < need:
+            bd[t] = bd[t - 1]
+            bp[t] = bp[t - 1]
+        t -= 1
+    bd[t] = di
+    bp[t] = i
+    return cnt + 1 if cnt < need else cnt
+
+
+@nb.njit(cache=True)
 def _nearest(d, R, k, center):
-    """Positions of ``center`` and its k−1 nearest remaining records."""
+    """Positions of ``center`` and its k−1 nearest remaining records: a bounded max-heap
+    above 32 neighbours, a sorted buffer below."""
     out = np.empty(k, dtype=np.int64)
     out[0] = center
     need = k - 1
     if need == 0:
         return out
-    if need > 32:  # large k: bounded max-heap, O(R log k)
-        hd = np.empty(need)
-        hp = np.empty(need, dtype=np.int64)
-        cnt = 0
-        for i in range(R):
-            if i == center:
-                continue
-            di = d[i]
-            if cnt < need:  # sift up
-                c = cnt
-                cnt += 1
-                while c > 0:
-                    par = (c - 1) // 2
-                    if hd[par] >= di:
-                        break
-                    hd[c] = hd[par]
-                    hp[c] = hp[par]
-                    c = par
-                hd[c] = di
-                hp[c] = i
-            elif di < hd[0]:  # replace the root, sift down
-                c = 0
-                while True:
-                    ch = 2 * c + 1
-                    if ch >= need:
-                        break
-                    if ch + 1 < need and hd[ch + 1] > hd[ch]:
-                        ch += 1
-                    if hd[ch] <= di:
-                        break
-                    hd[c] = hd[ch]
-                    hp[c] = hp[ch]
-                    c = ch
-                hd[c] = di
-                hp[c] = i
-        out[1:] = hp
-        return out
-    # small k: keep the best `need` in a sorted buffer (most candidates fail the first test)
-    bd = np.empty(need)
-    bp = np.empty(need, dtype=np.int64)
+    best_d = np.empty(need)
+    best_p = np.empty(need, dtype=np.int64)
     cnt = 0
-    for i in range(R):
-        if i == center:
-            continue
-        di = d[i]
-        if cnt == need and di >= bd[need - 1]:
-            continue
-        t = cnt if cnt < need else need - 1
-        while t > 0 and bd[t - 1] > di:
-            if t < need:
-                bd[t] = bd[t - 1]
-                bp[t] = bp[t - 1]
-            t -= 1
-        bd[t] = di
-        bp[t] = i
-        if cnt < need:
-            cnt += 1
-    out[1:] = bp
+    if need > 32:
+        for i in range(R):  # the test inline: most records do not enter the heap
+            if i != center and (cnt < need or d[i] < best_d[0]):
+                cnt = _heap_offer(best_d, best_p, cnt, d[i], i)
+    else:
+        for i in range(R):
+            if i != center:
+                cnt = _buffer_offer(best_d, best_p, cnt, d[i], i)
+    out[1:] = best_p
     return out
 
 

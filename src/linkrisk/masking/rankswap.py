@@ -62,6 +62,15 @@ def _bit_remove(tree, pos):
 
 
 @nb.njit(cache=True)
+def _swap_pair(tree, src, i, part):
+    """Record the swap of positions i and part and take both out of the free set."""
+    src[i] = part
+    src[part] = i
+    _bit_remove(tree, part)
+    _bit_remove(tree, i)
+
+
+@nb.njit(cache=True)
 def _bit_prefix(tree, pos):
     """Number of free positions in [0, pos] (0 when pos < 0)."""
     s = 0
@@ -114,10 +123,7 @@ def _swap_standard(n, window, rng):
         if cnt == 0:
             continue
         part = _bit_kth(tree, base + 1 + _draw_index(rng, cnt))
-        src[i] = part
-        src[part] = i
-        _bit_remove(tree, part)
-        _bit_remove(tree, i)
+        _swap_pair(tree, src, i, part)
     return src
 
 
@@ -153,10 +159,7 @@ def _swap_pdist(n, mu, sigma, as_max, free_rule, rng):
         if before == total:  # no free position at or beyond part
             continue
         part = _bit_kth(tree, before + 1)  # nearest free position >= part
-        src[i] = part
-        src[part] = i
-        _bit_remove(tree, part)
-        _bit_remove(tree, i)
+        _swap_pair(tree, src, i, part)
         total -= 2
     return src
 
@@ -203,10 +206,7 @@ def _swap_pbuckets(n, p, rng):
                     break
         lo = i + 1 if chosen == r else start[chosen]
         part = _bit_kth(tree, _bit_prefix(tree, lo - 1) + 1 + _draw_index(rng, cnt[chosen]))
-        src[i] = part
-        src[part] = i
-        _bit_remove(tree, part)
-        _bit_remove(tree, i)
+        _swap_pair(tree, src, i, part)
     return src
 
 

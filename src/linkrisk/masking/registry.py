@@ -72,6 +72,14 @@ _MUTUAL = Param("mutual", bool, False,
                      "modelled on each other)")
 _P_PCT = "% of n: partners at most ⌊p·n/100⌋ rank positions apart, in (0, 100]"
 
+
+def _threshold_coding(name: str, apply: Callable[..., pd.DataFrame], side: str) -> MethodSpec:
+    """Top or bottom coding: the same declaration but for the side of the threshold."""
+    return MethodSpec(name, apply, categorical.CODING_PARAMS[name], kind="categorical",
+                      columns_rule="ordered", deterministic=True, strength="quantile",
+                      summary=f"values {side} a threshold set to it (numeric / ordinal)")
+
+
 _SPECS = [
     MethodSpec("noise", noise.apply_noise, (
         Param("a", float, help="noise std as a fraction of each attribute's std (0.1 = 10 %); "
@@ -145,16 +153,8 @@ _SPECS = [
                    "over all categories, once per column, as sdcMicro's pram()")),
         kind="categorical", columns_rule="categorical", strength="pd (smaller is stronger)",
         summary="post-randomization (invariant PRAM by default, as sdcMicro)"),
-    MethodSpec("top_coding", categorical.apply_top_coding,
-               categorical.CODING_PARAMS["top_coding"],
-               kind="categorical", columns_rule="ordered", deterministic=True,
-               strength="quantile",
-               summary="values above a threshold set to it (numeric / ordinal)"),
-    MethodSpec("bottom_coding", categorical.apply_bottom_coding,
-               categorical.CODING_PARAMS["bottom_coding"],
-               kind="categorical", columns_rule="ordered", deterministic=True,
-               strength="quantile",
-               summary="values below a threshold set to it (numeric / ordinal)"),
+    _threshold_coding("top_coding", categorical.apply_top_coding, "above"),
+    _threshold_coding("bottom_coding", categorical.apply_bottom_coding, "below"),
     MethodSpec("global_recoding", categorical.apply_global_recoding,
                categorical.CODING_PARAMS["global_recoding"],
                kind="categorical", columns_rule="any", deterministic=True,
