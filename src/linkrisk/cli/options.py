@@ -25,6 +25,8 @@ IDS_HELP = ("id column(s) in both files that pair the records (default: row orde
             "checked first)")
 KINDS_HELP = "kind overrides: col=numeric|ordinal|nominal,..."
 NOMINAL_HELP = "columns to read as nominal categories: a,b (shorthand for --kinds a=nominal)"
+BLOCK_HELP = ("blocking keys a,b: compare records only within blocks of equal values of "
+              "these columns (known exactly; left out of the QIs)")
 ROW_ORDER_HELP = ("trust that row i of the release is the masked row i of the original "
                   "(skip the check)")
 #: --memory: the engine's default budget, resolved once for this machine (docs/methods.md,
@@ -43,6 +45,7 @@ Kinds = Annotated[str | None, typer.Option(help=KINDS_HELP)]
 Nominal = Annotated[str | None, typer.Option(help=NOMINAL_HELP)]
 Memory = Annotated[str, typer.Option(help=MEMORY_HELP)]
 LinkSeed = Annotated[int, typer.Option(help="seed for tie breaking of reported links (>= 0)")]
+Block = Annotated[str | None, typer.Option(help=BLOCK_HELP)]
 AssumeRowOrder = Annotated[bool, typer.Option("--assume-row-order", help=ROW_ORDER_HELP)]
 AsJson = Annotated[bool, typer.Option("--json", help="print the results as JSON on stdout "
                                                      "instead of the table")]
@@ -73,6 +76,7 @@ class LinkOptions:
     memory: str = MEMORY_DEFAULT
     seed: int = 0
     assume_row_order: bool = False
+    block: str | None = None
 
     def settings(self, **more: Any) -> linkrisk.LinkSettings:
         """The :class:`linkrisk.LinkSettings` of these options and the command's own
@@ -80,4 +84,5 @@ class LinkOptions:
         return linkrisk.LinkSettings(qi=self.qi, ids=self.ids,
                                      kinds=merge_kinds(self.kinds, self.nominal),
                                      memory_budget=self.memory, seed=self.seed,
-                                     assume_row_order=self.assume_row_order, **more)
+                                     assume_row_order=self.assume_row_order,
+                                     block=self.block, **more)

@@ -84,6 +84,7 @@ def assess_cmd(
     as_json: opt.AsJson = False,
     include_records: IncludeRecords = False,
     assume_row_order: opt.AssumeRowOrder = False,
+    block: opt.Block = None,
     memory: opt.Memory = opt.MEMORY_DEFAULT,
     seed: opt.LinkSeed = 0,
     force: Force = False,
@@ -106,7 +107,7 @@ def assess_cmd(
     chosen = _attack_names(method, attacks)
     limit = None if max_risk is None else parse_percent(max_risk)
     link = opt.LinkOptions(qi=qi, ids=ids, kinds=kinds, nominal=nominal, memory=memory,
-                           seed=seed, assume_row_order=assume_row_order)
+                           seed=seed, assume_row_order=assume_row_order, block=block)
     settings = link.settings(screen_qi=True)
     check_output(output, force, what="report")
     sens = [c.strip() for c in sensitive.split(",") if c.strip()] if sensitive else None

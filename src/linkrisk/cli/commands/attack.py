@@ -35,6 +35,7 @@ def attack(
     per_record: Annotated[Path | None, typer.Option(help="write per-record outcomes (CSV) here")] = None,
     force: Annotated[bool, typer.Option("--force", help="overwrite --per-record output")] = False,
     assume_row_order: opt.AssumeRowOrder = False,
+    block: opt.Block = None,
     backend: Annotated[str, typer.Option(help="local, or dask: nearest-set attacks run "
                                               "block-wise on a Dask cluster")] = "local",
     scheduler: Annotated[str | None, typer.Option(help="Dask scheduler address "
@@ -46,7 +47,7 @@ def attack(
     from linkrisk.fileio import atomic_write_text, check_output, input_label, read_inputs
 
     link = opt.LinkOptions(qi=qi, ids=ids, kinds=kinds, nominal=nominal, memory=memory,
-                           seed=seed, assume_row_order=assume_row_order)
+                           seed=seed, assume_row_order=assume_row_order, block=block)
     settings = link.settings(direction=direction, backend=backend, scheduler=scheduler)
     chosen = "all" if method.strip() == "all" else linkrisk.resolve_methods(method)
     params = parse_params(param)
