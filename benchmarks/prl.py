@@ -17,13 +17,16 @@ same process, checking identical pattern counts, candidate sets and links.
 
     python benchmarks/prl.py --numeric [--n 100000] [--seed 0] [--no-old]
 
-``--against FILE`` (with ``--numeric``): another version of
-``src/linkrisk/attacks/probabilistic.py`` (e.g. ``git show main:src/linkrisk/attacks/
+``--against PATH`` (with ``--numeric``): another version of prl, the package directory
+``src/linkrisk/attacks/probabilistic/`` (e.g. ``mkdir /tmp/old && git archive main
+src/linkrisk/attacks/probabilistic | tar -x -C /tmp/old``) or the single module
+``probabilistic.py`` it was before the split (``git show 3c5e782:src/linkrisk/attacks/
 probabilistic.py > /tmp/old_prl.py``), loaded next to this one (a copy in a temporary
 directory); the whole ``run_prl`` of both, alternating, ``--reps`` times each, checking
 identical pattern counts, candidate sets and links.
 
-    python benchmarks/prl.py --numeric --n 100000 --seed 0 --no-old --against /tmp/old_prl.py
+    python benchmarks/prl.py --numeric --n 100000 --seed 0 --no-old \
+        --against /tmp/old/src/linkrisk/attacks/probabilistic
 """
 
 from __future__ import annotations
@@ -101,9 +104,11 @@ def linkrisk_prl(a_df: pd.DataFrame, b_df: pd.DataFrame) -> dict:
 
 
 def load_against(path: str):
-    """Another version of the prl module, imported from a copy (its relative imports
-    resolve in linkrisk.attacks; the attack registry keeps this version's ``prl``)."""
+    """Another version of prl, imported from a copy of its package directory or of the
+    single module it was before (its relative imports resolve in linkrisk.attacks; the
+    attack registry keeps this version's ``prl``)."""
     import importlib.util
+    import os
     import shutil
     import sys
     import tempfile
@@ -111,9 +116,15 @@ def load_against(path: str):
     from linkrisk.attacks.base import ATTACKS
 
     tmp = tempfile.mkdtemp(prefix="prl_against_")
-    dst = shutil.copy(path, f"{tmp}/probabilistic_against.py")
     name = "linkrisk.attacks._probabilistic_against"
-    spec = importlib.util.spec_from_file_location(name, dst)
+    if os.path.isdir(path):
+        dst = shutil.copytree(path, f"{tmp}/probabilistic_against",
+                              ignore=shutil.ignore_patterns("__pycache__"))
+        spec = importlib.util.spec_from_file_location(name, f"{dst}/__init__.py",
+                                                      submodule_search_locations=[dst])
+    else:
+        dst = shutil.copy(path, f"{tmp}/probabilistic_against.py")
+        spec = importlib.util.spec_from_file_location(name, dst)
     mod = importlib.util.module_from_spec(spec)
     sys.modules[name] = mod
     keep = ATTACKS["prl"]
@@ -245,7 +256,8 @@ def main() -> None:
     ap.add_argument("--numeric", action="store_true",
                     help="numeric synthetic data, new against old walks")
     ap.add_argument("--no-old", action="store_true", help="with --numeric: skip the old walks")
-    ap.add_argument("--against", help="with --numeric: another probabilistic.py to compare")
+    ap.add_argument("--against", help="with --numeric: another prl (package directory or "
+                    "probabilistic.py) to compare")
     ap.add_argument("--reps", type=int, default=2, help="with --against: runs of each")
     args = ap.parse_args()
     if args.numeric:

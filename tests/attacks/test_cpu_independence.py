@@ -49,7 +49,7 @@ def nudged_weights(monkeypatch, direction: str) -> None:
         wa, wd = real(m, u)
         return nudge(wa, direction, 1), nudge(wd, direction, 2)
 
-    monkeypatch.setattr(P, "agreement_weights", fake)
+    monkeypatch.setattr(P.linkage, "agreement_weights", fake)  # run_prl looks it up there
 
 
 def same(got: dict, want: dict) -> list[str]:
