@@ -110,41 +110,7 @@ def render_html(a: Assessment, title: str | None = None, *, include_records: boo
     measures, per-record risk distribution, the most exposed records (values only with
     ``include_records``), warnings, input files with SHA-256, the reproducing command and
     the settings."""
-    from ..attacks import ATTACKS
-
-    w = a.worst
-    pct = 100 * w.rate
-    mr = a.settings.get("max_risk")
-    band, colour = verdict_band(pct, mr)
-    m = a.measures
-    s = a.settings
     title = title or "linkrisk disclosure-risk report"
-    n = s["n_attacker"]
-    sure = int((a.records["max_risk"] >= 1.0).sum())
-    half = int((a.records["max_risk"] >= 0.5).sum())
-    order = sorted(a.results.values(), key=lambda r: -r.rate)
-    rates = {r.method: 100 * r.rate for r in order}
-
-    attacks = _attack_table(order)
-    skipped = "".join(f"<li><code>{html.escape(k)}</code>: {html.escape(v)}</li>"
-                      for k, v in a.skipped.items())
-
-    util, risk = _measure_tables(m)
-
-    top = _exposed_records(a, include_records)
-    settings = _settings_table(a)
-    notes = "".join(f"<li>{html.escape(t)}</li>" for t in a.notes)
-    warned = "".join(f"<li>{html.escape(t)}</li>" for t in a.warnings)
-    files = input_rows(inputs)
-    explain_attacks = "".join(
-        f"<li><code>{html.escape(k)}</code>: {html.escape(ATTACKS[k].summary)}</li>"
-        for k in s["attacks"] if k in ATTACKS)
-
-    cards = _cards(a, sure, half)
-    counts, edges = np.histogram(a.records["max_risk"].to_numpy(), bins=np.linspace(0, 1, 11))
-    limit = ("" if mr is None else
-             f"<p>Acceptable worst case: {fmt(mr)} %: the release is "
-             f"<b>{'above' if pct > mr else 'within'}</b> it.</p>")
     banner = ('<div class="banner">This report contains the original values of the '
               'quasi-identifiers of the most exposed records (--include-records). It is '
               'confidential: do not publish or mail it with the release.</div>'
@@ -156,10 +122,41 @@ def render_html(a: Assessment, title: str | None = None, *, include_records: boo
 <body><main>
 {banner}
 <h1>{html.escape(title)}</h1>
-<p class="sub">Record-linkage attacks on the released file: how many of its {n:,} records an
+<p class="sub">Record-linkage attacks on the released file: how many of its {a.settings["n_attacker"]:,} records an
 attacker holding the original quasi-identifiers could re-identify.</p>
-{overall_verdict(a.sections, mr)}
-<section id="verdict" class="verdict" style="background:{colour}">
+{overall_verdict(a.sections, a.settings.get("max_risk"))}
+{_verdict_section(a)}
+
+{_attacks_sections(a)}
+
+{_scenarios_section(a)}
+{_linkability_section(a)}
+{_attribute_section(a)}
+{_measures_section(a)}
+
+{_records_sections(a, include_records)}
+
+{_reproduction_sections(a, inputs, command)}
+</main></body></html>
+"""
+
+
+def _verdict_section(a: Assessment) -> str:
+    """The worst case's verdict (rate, band, certain and likely links, the limit, the QIs
+    and the truth), the summary cards and the warnings."""
+    w = a.worst
+    pct = 100 * w.rate
+    s = a.settings
+    mr = s.get("max_risk")
+    band, colour = verdict_band(pct, mr)
+    n = s["n_attacker"]
+    sure = int((a.records["max_risk"] >= 1.0).sum())
+    half = int((a.records["max_risk"] >= 0.5).sum())
+    warned = "".join(f"<li>{html.escape(t)}</li>" for t in a.warnings)
+    limit = ("" if mr is None else
+             f"<p>Acceptable worst case: {fmt(mr)} %: the release is "
+             f"<b>{'above' if pct > mr else 'within'}</b> it.</p>")
+    return f"""<section id="verdict" class="verdict" style="background:{colour}">
 <div class="big">{pct:.1f} %</div>
 <div><p><b>Worst case: {html.escape(w.method)}</b>{_attacker(a)} re-identifies {fmt(round(float(w.correct_links), 2))}
 of {n:,} records ({pct:.2f} %). Risk level: <b>{html.escape(band)}</b>.</p>
@@ -170,30 +167,51 @@ of {n:,} records ({pct:.2f} %). Risk level: <b>{html.escape(band)}</b>.</p>
 {"".join(f'<p class="verdict-note"><b>{html.escape(t[0].upper() + t[1:])}.</b></p>'
          for t in getattr(a, "verdict_notes", []))}</div>
 </section>
-<div class="cards">{cards}</div>
-{f'<div class="warn" id="warnings"><b>Warnings</b><ul>{warned}</ul></div>' if warned else ''}
+<div class="cards">{_cards(a, sure, half)}</div>
+{f'<div class="warn" id="warnings"><b>Warnings</b><ul>{warned}</ul></div>' if warned else ''}"""
 
-<h2 id="threat">Threat model</h2>
+
+def _attacks_sections(a: Assessment) -> str:
+    """The threat model (each attack run, explained) and the attack rates (chart and
+    table, highest first), with the attacks not run and why."""
+    from ..attacks import ATTACKS
+
+    order = sorted(a.results.values(), key=lambda r: -r.rate)
+    rates = {r.method: 100 * r.rate for r in order}
+    skipped = "".join(f"<li><code>{html.escape(k)}</code>: {html.escape(v)}</li>"
+                      for k, v in a.skipped.items())
+    explain_attacks = "".join(
+        f"<li><code>{html.escape(k)}</code>: {html.escape(ATTACKS[k].summary)}</li>"
+        for k in a.settings["attacks"] if k in ATTACKS)
+    return f"""<h2 id="threat">Threat model</h2>
 <p>{html.escape(THREAT_MODEL)}</p>
 <ul class="note">{explain_attacks}</ul>
 
 <h2 id="attacks">Attacks</h2>
 <div class="grid"><figure>{svg.bar_chart(rates, title="Records re-identified by attack (%)",
-                                          unit=" %", highlight=w.method)}</figure>
-{html_table(attacks, left=("attack", "what it does"))}</div>
-{f'<p class="note">Not run:</p><ul class="note">{skipped}</ul>' if skipped else ''}
+                                          unit=" %", highlight=a.worst.method)}</figure>
+{html_table(_attack_table(order), left=("attack", "what it does"))}</div>
+{f'<p class="note">Not run:</p><ul class="note">{skipped}</ul>' if skipped else ''}"""
 
-{_scenarios_section(a)}
-{_linkability_section(a)}
-{_attribute_section(a)}
-<h2 id="utility">Utility and risk measures</h2>
+
+def _measures_section(a: Assessment) -> str:
+    """The utility and risk measures (two tables) and the notes on them."""
+    util, risk = _measure_tables(a.measures)
+    notes = "".join(f"<li>{html.escape(t)}</li>" for t in a.notes)
+    return f"""<h2 id="utility">Utility and risk measures</h2>
 <div class="grid">{html_table(util, left=("measure", "meaning")) if len(util) else ''}
 {html_table(risk, left=("measure", "meaning")) if len(risk) else ''}</div>
 <p class="note">IL1–IL5 are shown ×100 (%), like IL. IL1 and IL3–IL5 are relative changes
 with no upper bound, so IL and Score can exceed 100.</p>
-{f'<ul class="note">{notes}</ul>' if notes else ''}
+{f'<ul class="note">{notes}</ul>' if notes else ''}"""
 
-<h2 id="records">Per-record risk</h2>
+
+def _records_sections(a: Assessment, include_records: bool) -> str:
+    """The per-record risk histogram and the most exposed records (their values only with
+    ``include_records``)."""
+    counts, edges = np.histogram(a.records["max_risk"].to_numpy(), bins=np.linspace(0, 1, 11))
+    top = _exposed_records(a, include_records)
+    return f"""<h2 id="records">Per-record risk</h2>
 <div class="grid"><figure>{svg.histogram(counts.tolist(), edges.tolist(),
                                           title="Per-record risk (best attack)",
                                           xlabel="probability of re-identification",
@@ -202,18 +220,22 @@ with no upper bound, so IL and Score can exceed 100.</p>
 <p class="note">Risk = probability that the best attack links the record to its released
 version; share = fraction of attacks that do so with probability above 0.5. Record = row
 number in the attacker's file (from 0){'' if include_records else '; record values are left out of this report (--include-records adds them)'}.</p>
-<div class="scroll">{html_table(top, left=("best attack",))}</div>
+<div class="scroll">{html_table(top, left=("best attack",))}</div>"""
 
-<h2 id="inputs">Inputs and reproduction</h2>
+
+def _reproduction_sections(a: Assessment, inputs: Sequence[Mapping[str, Any]] | None,
+                           command: str | None) -> str:
+    """The input files (SHA-256), the reproducing command, the settings and the risk
+    bands."""
+    files = input_rows(inputs)
+    return f"""<h2 id="inputs">Inputs and reproduction</h2>
 {f'<table><thead><tr><th class="l">file</th><th class="l">name</th><th class="l">SHA-256</th></tr></thead><tbody>{files}</tbody></table>' if files else '<p class="note">Inputs given as data frames (no files).</p>'}
 {f'<p>Command: <code>{html.escape(command)}</code></p>' if command else ''}
 
 <h2 id="settings">Settings</h2>
-{html_table(settings, left=("setting", "value"))}
-<p class="note">Risk bands on the worst case: {html.escape(_bands_text(mr))} (the
-acceptable level is the data owner's policy decision). Generated by linkrisk.</p>
-</main></body></html>
-"""
+{html_table(_settings_table(a), left=("setting", "value"))}
+<p class="note">Risk bands on the worst case: {html.escape(_bands_text(a.settings.get("max_risk")))} (the
+acceptable level is the data owner's policy decision). Generated by linkrisk.</p>"""
 
 
 
@@ -293,19 +315,7 @@ def _attribute_section(a: Assessment) -> str:
     att = getattr(a, "attribute", None)
     if not att:
         return ""
-    mr = a.settings.get("max_risk")
-    aw = a.attribute_worst
-    head = ""
-    if aw is not None:
-        pct = 100 * aw["rate"]
-        band, colour = verdict_band(pct, mr)
-        limit = ("" if mr is None else f" The release is <b>{'above' if pct > mr else 'within'}"
-                 f"</b> the acceptable {fmt(mr)} %.")
-        head = (f'<div class="verdict" style="background:{colour}"><div class="big">'
-                f'{pct:.1f} %</div><div><p><b>Attribute disclosure: '
-                f'{html.escape(str(aw["sensitive"]))} inferred for {aw["inferred"]:,} records '
-                f'through {html.escape(str(aw["attack"]))}\'s links</b> ({pct:.2f} %). Risk '
-                f'level: <b>{html.escape(band)}</b>.{limit}</p></div></div>')
+    head = _attribute_verdict(a.attribute_worst, a.settings.get("max_risk"))
     rows = []
     for s, d in (att.get("l_diversity") or {}).items():
         t = (att.get("t_closeness") or {}).get(s, {})
@@ -317,20 +327,7 @@ def _attribute_section(a: Assessment) -> str:
                      "their records": d.get("homogeneous_records")})
     div = (html_table(pd.DataFrame(rows).fillna("—"), left=("sensitive", "ground"))
            if rows else "")
-    linked = []
-    for name, per in (att.get("linked") or {}).items():
-        for s, v in per.items():
-            linked.append({"attack": name, "sensitive": s, "inferred": v["inferred"],
-                           "inferred %": round(100 * v["rate"], 2),
-                           "of them re-identified": round(v.get("inferred_reidentified",
-                                                                float("nan")), 2),
-                           "without identity": round(v.get("inferred_without_identity",
-                                                           float("nan")), 2),
-                           "tolerance": "exact" if not v.get("tolerance_percent")
-                           else f"±{fmt(v['tolerance_percent'])} %"})
-    linked.sort(key=lambda r: -r["inferred %"])
-    inf = (html_table(pd.DataFrame(linked), left=("attack", "sensitive", "tolerance"))
-           if linked else "")
+    inf = _inferred_table(att.get("linked") or {})
     note = f'<p class="note">{html.escape(att["note"])}</p>' if att.get("note") else ""
     base = att.get("majority_share") or {}
     if base:
@@ -350,6 +347,40 @@ sensitive value is shown.</p>
 {f'<div class="scroll">{inf}</div>' if inf else ''}
 {f'<h3>l-diversity and t-closeness of the key patterns</h3><div class="scroll">{div}</div>' if div else ''}
 {note}"""
+
+
+def _attribute_verdict(aw: Mapping[str, Any] | None, mr: float | None) -> str:
+    """The attribute-disclosure verdict box of the worst inference (empty without one)."""
+    if aw is None:
+        return ""
+    pct = 100 * aw["rate"]
+    band, colour = verdict_band(pct, mr)
+    limit = ("" if mr is None else f" The release is <b>{'above' if pct > mr else 'within'}"
+             f"</b> the acceptable {fmt(mr)} %.")
+    return (f'<div class="verdict" style="background:{colour}"><div class="big">'
+            f'{pct:.1f} %</div><div><p><b>Attribute disclosure: '
+            f'{html.escape(str(aw["sensitive"]))} inferred for {aw["inferred"]:,} records '
+            f'through {html.escape(str(aw["attack"]))}\'s links</b> ({pct:.2f} %). Risk '
+            f'level: <b>{html.escape(band)}</b>.{limit}</p></div></div>')
+
+
+def _inferred_table(linked: Mapping[str, Mapping[str, Any]]) -> str:
+    """The values inferred through each attack's links, per sensitive column (highest
+    share first); empty without any."""
+    rows = []
+    for name, per in linked.items():
+        for sensitive, v in per.items():
+            rows.append({"attack": name, "sensitive": sensitive, "inferred": v["inferred"],
+                         "inferred %": round(100 * v["rate"], 2),
+                         "of them re-identified": round(v.get("inferred_reidentified",
+                                                              float("nan")), 2),
+                         "without identity": round(v.get("inferred_without_identity",
+                                                         float("nan")), 2),
+                         "tolerance": "exact" if not v.get("tolerance_percent")
+                         else f"±{fmt(v['tolerance_percent'])} %"})
+    rows.sort(key=lambda r: -r["inferred %"])
+    return (html_table(pd.DataFrame(rows), left=("attack", "sensitive", "tolerance"))
+            if rows else "")
 
 
 def _attacker(a: Assessment) -> str:
