@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import html
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 FONT = "font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif"
 AXIS = "#57606a"
@@ -163,60 +163,79 @@ def line_chart(series: Mapping[str, tuple[Sequence[float], Sequence[float],
                height: int = 320) -> str:
     """Lines with markers: ``series[name] = (x, y, err)``, ``err`` the half-width of an
     error bar at each point (None: no bars). A legend lists the series."""
-    xs = [float(v) for s in series.values() for v in s[0]]
-    lows = [float(y) - float(e or 0.0) for s in series.values()
-            for y, e in zip(s[1], s[2] if s[2] is not None else [0.0] * len(s[1]), strict=True)]
-    highs = [float(y) + float(e or 0.0) for s in series.values()
-             for y, e in zip(s[1], s[2] if s[2] is not None else [0.0] * len(s[1]), strict=True)]
     left, right, top, bottom = 56, 150, (30 if title else 10), 46
-    pw, ph = width - left - right, height - top - bottom
-    x_lo, x_hi = (min(xs), max(xs)) if xs else (0.0, 1.0)
-    if x_hi <= x_lo:
-        x_lo, x_hi = x_lo - 0.5, x_hi + 0.5
-    y_lo, y_hi = ylim if ylim is not None else (min(lows, default=0.0), max(highs, default=1.0))
+    plot_w, plot_h = width - left - right, height - top - bottom
+    x_lo, x_hi, y_lo, y_hi = _line_extent(series)
+    if ylim is not None:
+        y_lo, y_hi = ylim
     yt = nice_ticks(y_lo, y_hi, 5)
     y_lo, y_hi = yt[0], yt[-1]
     xt = nice_ticks(x_lo, x_hi, 6)
     xt = [t for t in xt if x_lo - 1e-9 <= t <= x_hi + 1e-9] or [x_lo, x_hi]
 
     def px(x: float) -> float:
-        return left + (x - x_lo) / (x_hi - x_lo) * pw
+        return left + (x - x_lo) / (x_hi - x_lo) * plot_w
 
     def py(y: float) -> float:
-        return top + ph - (y - y_lo) / (y_hi - y_lo) * ph
+        return top + plot_h - (y - y_lo) / (y_hi - y_lo) * plot_h
 
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
              f'viewBox="0 0 {width} {height}" role="img" aria-label="{_e(title or "line chart")}"'
              f' style="{FONT};font-size:12px">']
     if title:
-        parts.append(f'<text x="{left + pw / 2:.1f}" y="18" text-anchor="middle" '
+        parts.append(f'<text x="{left + plot_w / 2:.1f}" y="18" text-anchor="middle" '
                      f'font-weight="600" font-size="13">{_e(title)}</text>')
     for t in yt:
-        parts.append(f'<line x1="{left}" y1="{py(t):.1f}" x2="{left + pw}" y2="{py(t):.1f}" '
+        parts.append(f'<line x1="{left}" y1="{py(t):.1f}" x2="{left + plot_w}" y2="{py(t):.1f}" '
                      f'stroke="#e3e6ea"/><text x="{left - 6}" y="{py(t) + 4:.1f}" '
                      f'text-anchor="end" fill="{AXIS}" font-size="11">{_e(_fmt_tick(t))}</text>')
     for t in xt:
-        parts.append(f'<text x="{px(t):.1f}" y="{top + ph + 14}" text-anchor="middle" '
+        parts.append(f'<text x="{px(t):.1f}" y="{top + plot_h + 14}" text-anchor="middle" '
                      f'fill="{AXIS}" font-size="11">{_e(_fmt_tick(t))}</text>')
     for i, (name, (x, y, err)) in enumerate(series.items()):
         col = PALETTE[i % len(PALETTE)]
-        pts = [(px(float(a)), py(float(b))) for a, b in zip(x, y, strict=True)]
-        if len(pts) > 1:
-            parts.append('<polyline fill="none" stroke="{}" stroke-width="2" points="{}"/>'
-                         .format(col, " ".join(f"{a:.1f},{b:.1f}" for a, b in pts)))
-        for j, (a, b) in enumerate(pts):
-            if err is not None and err[j]:
-                y1, y2 = py(float(y[j]) - float(err[j])), py(float(y[j]) + float(err[j]))
-                parts.append(f'<line x1="{a:.1f}" y1="{y1:.1f}" x2="{a:.1f}" y2="{y2:.1f}" '
-                             f'stroke="{col}"/><line x1="{a - 4:.1f}" y1="{y1:.1f}" '
-                             f'x2="{a + 4:.1f}" y2="{y1:.1f}" stroke="{col}"/>'
-                             f'<line x1="{a - 4:.1f}" y1="{y2:.1f}" x2="{a + 4:.1f}" '
-                             f'y2="{y2:.1f}" stroke="{col}"/>')
-            parts.append(f'<circle cx="{a:.1f}" cy="{b:.1f}" r="3.5" fill="{col}">'
-                         f'<title>{_e(name)}: {_e(_num(float(x[j])))}, {_e(_num(float(y[j])))}'
-                         f'</title></circle>')
+        parts += _line_marks(name, x, y, err, col, px, py)
         ly = top + 8 + 18 * i
-        parts.append(f'<line x1="{left + pw + 12}" y1="{ly}" x2="{left + pw + 30}" y2="{ly}" '
-                     f'stroke="{col}" stroke-width="2"/><text x="{left + pw + 36}" '
-                     f'y="{ly + 4}">{_e(name)}</text>')
-    return _close(parts, left, top, pw, ph, height, xlabel, ylabel)
+        parts.append(f'<line x1="{left + plot_w + 12}" y1="{ly}" x2="{left + plot_w + 30}" '
+                     f'y2="{ly}" stroke="{col}" stroke-width="2"/><text '
+                     f'x="{left + plot_w + 36}" y="{ly + 4}">{_e(name)}</text>')
+    return _close(parts, left, top, plot_w, plot_h, height, xlabel, ylabel)
+
+
+def _line_extent(series: Mapping[str, tuple[Sequence[float], Sequence[float],
+                                             Sequence[float] | None]]
+                 ) -> tuple[float, float, float, float]:
+    """(x_lo, x_hi, y_lo, y_hi) of the points and their error bars; x widened by 0.5 on
+    each side when it is a single value, (0, 1) without points."""
+    xs = [float(v) for s in series.values() for v in s[0]]
+    lows = [float(y) - float(e or 0.0) for s in series.values()
+            for y, e in zip(s[1], s[2] if s[2] is not None else [0.0] * len(s[1]), strict=True)]
+    highs = [float(y) + float(e or 0.0) for s in series.values()
+             for y, e in zip(s[1], s[2] if s[2] is not None else [0.0] * len(s[1]), strict=True)]
+    x_lo, x_hi = (min(xs), max(xs)) if xs else (0.0, 1.0)
+    if x_hi <= x_lo:
+        x_lo, x_hi = x_lo - 0.5, x_hi + 0.5
+    return x_lo, x_hi, min(lows, default=0.0), max(highs, default=1.0)
+
+
+def _line_marks(name: str, x: Sequence[float], y: Sequence[float],
+                err: Sequence[float] | None, col: str, px: Callable[[float], float],
+                py: Callable[[float], float]) -> list[str]:
+    """One series of :func:`line_chart`: its line, error bars and point markers."""
+    parts = []
+    pts = [(px(float(a)), py(float(b))) for a, b in zip(x, y, strict=True)]
+    if len(pts) > 1:
+        parts.append('<polyline fill="none" stroke="{}" stroke-width="2" points="{}"/>'
+                     .format(col, " ".join(f"{a:.1f},{b:.1f}" for a, b in pts)))
+    for j, (a, b) in enumerate(pts):
+        if err is not None and err[j]:
+            y1, y2 = py(float(y[j]) - float(err[j])), py(float(y[j]) + float(err[j]))
+            parts.append(f'<line x1="{a:.1f}" y1="{y1:.1f}" x2="{a:.1f}" y2="{y2:.1f}" '
+                         f'stroke="{col}"/><line x1="{a - 4:.1f}" y1="{y1:.1f}" '
+                         f'x2="{a + 4:.1f}" y2="{y1:.1f}" stroke="{col}"/>'
+                         f'<line x1="{a - 4:.1f}" y1="{y2:.1f}" x2="{a + 4:.1f}" '
+                         f'y2="{y2:.1f}" stroke="{col}"/>')
+        parts.append(f'<circle cx="{a:.1f}" cy="{b:.1f}" r="3.5" fill="{col}">'
+                     f'<title>{_e(name)}: {_e(_num(float(x[j])))}, {_e(_num(float(y[j])))}'
+                     f'</title></circle>')
+    return parts
