@@ -246,23 +246,17 @@ def warmup(progress=None):
 #: public names defined in heavier modules, imported on first use: ``import linkrisk``
 #: (and ``linkrisk --help``) loads neither pandas nor numba nor the engine's kernels
 #: (issue 43; ``python benchmarks/coldstart.py``)
-_LAZY = {
-    "datasets": ("linkrisk.datasets", None),
-    "catalog": ("linkrisk.catalog", None),
-    "ATTACKS": ("linkrisk.attacks", "ATTACKS"),
-    "AttackResult": ("linkrisk.attacks", "AttackResult"),
-    "AttackResults": ("linkrisk.attacks", "AttackResults"),
-    "LinkSettings": ("linkrisk.attacks", "LinkSettings"),
-    "attack": ("linkrisk.attacks", "attack"),
-    "resolve_methods": ("linkrisk.attacks", "resolve_methods"),
-    "parse_columns": ("linkrisk.data", "parse_columns"),
-    "parse_kinds": ("linkrisk.data", "parse_kinds"),
-    "DEFAULT_MEMORY_BUDGET": ("linkrisk.engine.budget", "DEFAULT_MEMORY_BUDGET"),
-    "records_at_risk": ("linkrisk.measures", "records_at_risk"),
-    "parse_method": ("linkrisk.experiments.choose", "parse_method"),
-    "sidecar_path": ("linkrisk.experiments.choose", "sidecar_path"),
-    "require_matplotlib": ("linkrisk.experiments.choose_report", "require_matplotlib"),
+_LAZY_NAMES = {  # module -> the names it provides
+    "linkrisk.attacks": ("ATTACKS", "AttackResult", "AttackResults", "LinkSettings", "attack",
+                         "resolve_methods"),
+    "linkrisk.data": ("parse_columns", "parse_kinds"),
+    "linkrisk.engine.budget": ("DEFAULT_MEMORY_BUDGET",),
+    "linkrisk.measures": ("records_at_risk",),
+    "linkrisk.experiments.choose": ("parse_method", "sidecar_path"),
+    "linkrisk.experiments.choose_report": ("require_matplotlib",),
 }
+_LAZY = {"datasets": ("linkrisk.datasets", None), "catalog": ("linkrisk.catalog", None),
+         **{name: (mod, name) for mod, names in _LAZY_NAMES.items() for name in names}}
 
 
 def __getattr__(name: str) -> Any:
