@@ -97,22 +97,9 @@ def date_days(s: pd.Series, name: str = "", *, strict: bool = False
         parsed = pd.to_datetime(t, format="ISO8601", errors="coerce", utc=t.str.contains(
             r"(?:Z|[+-]\d{2}:?\d{2})$").any())
     else:
-        parts = text.str.extract(_DMY)
-        f1, f2 = parts[0].astype(int), parts[2].astype(int)
-        day_first, month_first = bool((f1 > 12).any()), bool((f2 > 12).any())
-        if day_first == month_first:
-            if not strict:
-                return None
-            why = ("some values have a day above 12 in the first field and others in the "
-                   "second" if day_first else "no value has a day above 12")
-            raise LinkriskError(
-                f"{where} holds dates written like {text.iloc[0]!r} and it cannot be told "
-                f"whether they are day/month or month/day ({why}); write them as YYYY-MM-DD")
-        sep = parts[1].iloc[0]
-        fmt = ("%d" + sep + "%m" if day_first else "%m" + sep + "%d") + sep + "%Y"
-        t = text.str.replace("T", " ", regex=False)
-        parsed = pd.to_datetime(t, format="mixed" if t.str.contains(":").any() else fmt,
-                                dayfirst=day_first, errors="coerce")
+        parsed = _parse_day_month(text, where, strict)
+        if parsed is None:
+            return None
     bad = parsed.isna()
     if bad.any():
         if not strict:
@@ -124,6 +111,28 @@ def date_days(s: pd.Series, name: str = "", *, strict: bool = False
     out = np.full(len(s), np.nan)
     out[s.notna().to_numpy()] = days
     return out, unit
+
+
+def _parse_day_month(text: pd.Series, where: str, strict: bool) -> pd.Series | None:
+    """Dates written d/m/Y or m/d/Y (any one separator), parsed (NaT where invalid); the
+    order is the one under which some first or second field is above 12. None when that
+    cannot tell (none above 12, or both), or an error naming ``where`` with ``strict``."""
+    parts = text.str.extract(_DMY)
+    f1, f2 = parts[0].astype(int), parts[2].astype(int)
+    day_first, month_first = bool((f1 > 12).any()), bool((f2 > 12).any())
+    if day_first == month_first:
+        if not strict:
+            return None
+        why = ("some values have a day above 12 in the first field and others in the "
+               "second" if day_first else "no value has a day above 12")
+        raise LinkriskError(
+            f"{where} holds dates written like {text.iloc[0]!r} and it cannot be told "
+            f"whether they are day/month or month/day ({why}); write them as YYYY-MM-DD")
+    sep = parts[1].iloc[0]
+    fmt = ("%d" + sep + "%m" if day_first else "%m" + sep + "%d") + sep + "%Y"
+    t = text.str.replace("T", " ", regex=False)
+    return pd.to_datetime(t, format="mixed" if t.str.contains(":").any() else fmt,
+                          dayfirst=day_first, errors="coerce")
 
 
 def days_to_datetimes(v: pd.Series, unit: str) -> pd.Series:
