@@ -59,31 +59,31 @@ class Reference:
         return f"{self.title}, {self.rows:,} records × {self.columns} columns"
 
 
+def _casc(name: str, title: str, size: tuple[int, int, int], attributes: str, origin: str,
+          dataset: str, sha256: str) -> Reference:
+    """A CASC reference file (as sdcMicro distributes it): ``size`` is (rows, columns,
+    distinct records), ``origin`` where the data come from, ``dataset`` sdcMicro's name."""
+    return Reference(name, f"{name}.csv.gz", f"CASC {title}", *size, attributes=attributes,
+                     source=f"{_CASC}; {origin}; R sdcMicro data set {dataset}",
+                     licence=_SDCMICRO, sha256=sha256)
+
+
 #: name -> provenance of the reference files that ship with linkrisk
 REFERENCE: dict[str, Reference] = {r.name: r for r in [
-    Reference(
-        "census", "census.csv.gz", "CASC Census", 1080, 13, 1080,
-        attributes="13 numeric: AFNLWGT, AGI, EMCONTRB, FEDTAX, PTOTVAL, STATETAX, TAXINC, "
-                   "POTHVAL, INTVAL, PEARNVAL, FICA, WSALVAL, ERNVAL (float64)",
-        source=_CASC + "; US Census Bureau Data Extraction System, 1995 (CPS); "
-               "R sdcMicro data set CASCrefmicrodata",
-        licence=_SDCMICRO,
-        sha256="40fb91564d4379274610e941161fd38729adb471bddb9c71d7c01ef142fd0f5b"),
-    Reference(
-        "eia", "eia.csv.gz", "CASC EIA", 4092, 15, 4074,
-        attributes="10 numeric: RESREVENUE … TOTSALES renamed v1..v10 (float64); the 5 "
-                   "identifier columns are dropped",
-        source=_CASC + "; US Energy Information Administration, electric utilities; "
-               "R sdcMicro data set EIA",
-        licence=_SDCMICRO,
-        sha256="4df54e21b3451e3c0b6081fa1c9ef5dbd8f09d484925ed2ade759b78b4869d1b"),
-    Reference(
-        "tarragona", "tarragona.csv.gz", "CASC Tarragona", 834, 13, 832,
-        attributes="13 numeric: FIXED.ASSETS … NET.PROFIT (float64)",
-        source=_CASC + "; 1995 accounts of 834 companies of the Tarragona area; "
-               "R sdcMicro data set Tarragona",
-        licence=_SDCMICRO,
-        sha256="d5f719a134a3476b2157d9675d1a2b211dbc06ad6109685ad1e4b7847cfa45a4"),
+    _casc("census", "Census", (1080, 13, 1080),
+          "13 numeric: AFNLWGT, AGI, EMCONTRB, FEDTAX, PTOTVAL, STATETAX, TAXINC, "
+          "POTHVAL, INTVAL, PEARNVAL, FICA, WSALVAL, ERNVAL (float64)",
+          "US Census Bureau Data Extraction System, 1995 (CPS)", "CASCrefmicrodata",
+          "40fb91564d4379274610e941161fd38729adb471bddb9c71d7c01ef142fd0f5b"),
+    _casc("eia", "EIA", (4092, 15, 4074),
+          "10 numeric: RESREVENUE … TOTSALES renamed v1..v10 (float64); the 5 "
+          "identifier columns are dropped",
+          "US Energy Information Administration, electric utilities", "EIA",
+          "4df54e21b3451e3c0b6081fa1c9ef5dbd8f09d484925ed2ade759b78b4869d1b"),
+    _casc("tarragona", "Tarragona", (834, 13, 832),
+          "13 numeric: FIXED.ASSETS … NET.PROFIT (float64)",
+          "1995 accounts of 834 companies of the Tarragona area", "Tarragona",
+          "d5f719a134a3476b2157d9675d1a2b211dbc06ad6109685ad1e4b7847cfa45a4"),
     Reference(
         "household", "household.csv.gz", "IHSN household test data", 4580, 15, 493,
         attributes="8 categorical QIs: " + ", ".join(HOUSEHOLD_QI) + " (nominal codes)",
