@@ -211,26 +211,34 @@ def distance_risk(synthetic: pd.DataFrame, train: pd.DataFrame,
         if len(H) >= 2:
             r = nndr(S[rows], H)
             summ["nndr_holdout_median"] = float(np.median(r))
-        # balance sizes: the larger of training and holdout subsampled to the smaller
-        dt_b, dh_b = d_t, d_h
-        if len(T) > len(H):
-            dt_b, _ = min_distance(S, T[np.sort(rng.choice(len(T), len(H), replace=False))], seed)
-            notes.append(f"closer-to-training share: training subsampled to the holdout's "
-                         f"{len(H)} records")
-        elif len(H) > len(T):
-            dh_b, _ = min_distance(S, H[np.sort(rng.choice(len(H), len(T), replace=False))], seed)
-            notes.append(f"closer-to-training share: holdout subsampled to the training's "
-                         f"{len(T)} records")
-        closer = (dt_b < dh_b) + 0.5 * (dt_b == dh_b)
-        share = float(closer.mean())
-        _, err = wilson(len(closer), float(closer.sum()), conf)
-        summ["closer_to_train_share"] = share
-        summ["closer_to_train_ci"] = [max(share - err, 0.0), min(share + err, 1.0)]
+        summ.update(_closer_to_train(S, T, H, d_t, d_h, rng, seed, conf, notes))
         # membership inference: each original record's distance to the synthetic records
         m_t, _ = min_distance(T, S, seed)
         m_h, _ = min_distance(H, S, seed)
         summ["membership"] = _mia(m_t, m_h, alphas=alphas, n_boot=n_boot, rng=rng, conf=conf)
     return DistanceRisk(summ, d_t, d_h, notes)
+
+
+def _closer_to_train(S: np.ndarray, T: np.ndarray, H: np.ndarray, d_t: np.ndarray,
+                     d_h: np.ndarray, rng: np.random.Generator, seed: int, conf: float,
+                     notes: list[str]) -> dict[str, Any]:
+    """The share of synthetic records closer to training than to holdout records (ties
+    count half) and its Wilson interval, on balanced sizes: the larger of training and
+    holdout is subsampled to the smaller (said in ``notes``)."""
+    dt_b, dh_b = d_t, d_h
+    if len(T) > len(H):
+        dt_b, _ = min_distance(S, T[np.sort(rng.choice(len(T), len(H), replace=False))], seed)
+        notes.append(f"closer-to-training share: training subsampled to the holdout's "
+                     f"{len(H)} records")
+    elif len(H) > len(T):
+        dh_b, _ = min_distance(S, H[np.sort(rng.choice(len(H), len(T), replace=False))], seed)
+        notes.append(f"closer-to-training share: holdout subsampled to the training's "
+                     f"{len(T)} records")
+    closer = (dt_b < dh_b) + 0.5 * (dt_b == dh_b)
+    share = float(closer.mean())
+    _, err = wilson(len(closer), float(closer.sum()), conf)
+    return {"closer_to_train_share": share,
+            "closer_to_train_ci": [max(share - err, 0.0), min(share + err, 1.0)]}
 
 
 def wilson(n_total: int, n_success: float, conf: float) -> tuple[float, float]:
