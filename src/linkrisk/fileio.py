@@ -969,29 +969,7 @@ def _readstat_frame(df: pd.DataFrame, meta: dict, fmt: str
             if fmt == "xport":  # no value labels in transport files: write the labels
                 out[c] = s.astype(object).where(s.notna(), "").astype(str)
                 continue
-            codes = {nm: code for nm, code in m.get("codes", [])}
-            numeric_cats = pd.api.types.is_numeric_dtype(s.cat.categories.dtype)
-            mapping: dict[Any, Any] = {}
-            nxt = int(max([0, *[v for v in codes.values()]])) + 1
-            for nm in cats:
-                if nm in codes:
-                    mapping[nm] = codes[nm]
-                elif numeric_cats and not codes:
-                    mapping[nm] = nm
-                else:
-                    mapping[nm] = nxt
-                    nxt += 1
-            v = pd.Series(s.cat.codes.to_numpy(), index=s.index)
-            values = np.array([mapping[nm] for nm in cats] + [np.nan], dtype=np.float64)
-            arr = values[np.where(v.to_numpy() < 0, len(cats), v.to_numpy())]
-            col = pd.Series(arr, index=s.index)
-            if not col.isna().any() and (col % 1 == 0).all():
-                col = col.astype(np.int64)
-            out[c] = col
-            labels = {}
-            for nm, code in mapping.items():  # every category labelled: read back as one
-                lab = old_labels.get(code, _code_name(nm) if numeric_cats else str(nm))
-                labels[int(code) if float(code).is_integer() else float(code)] = lab
+            out[c], labels = _category_codes(s, cats, m, old_labels)
             if labels:
                 value_labels[str(c)] = labels
             measures[str(c)] = "ordinal" if s.cat.ordered else "nominal"
@@ -1012,6 +990,36 @@ def _readstat_frame(df: pd.DataFrame, meta: dict, fmt: str
     frame = pd.DataFrame(out, index=df.index).reset_index(drop=True)
     frame.columns = [str(c) for c in frame.columns]
     return frame, value_labels, var_labels, measures
+
+
+def _category_codes(s: pd.Series, cats: list, m: dict, old_labels: dict
+                    ) -> tuple[pd.Series, dict]:
+    """A categorical column as numeric codes for a readstat writer, with the value labels
+    of every category (read back as the same categories): the codes the file was read
+    with (``m["codes"]``), numeric categories as themselves when there are none, new
+    codes above the largest one otherwise."""
+    codes = {name: code for name, code in m.get("codes", [])}
+    numeric_cats = pd.api.types.is_numeric_dtype(s.cat.categories.dtype)
+    mapping: dict[Any, Any] = {}
+    next_code = int(max([0, *[v for v in codes.values()]])) + 1
+    for name in cats:
+        if name in codes:
+            mapping[name] = codes[name]
+        elif numeric_cats and not codes:
+            mapping[name] = name
+        else:
+            mapping[name] = next_code
+            next_code += 1
+    positions = s.cat.codes.to_numpy()
+    values = np.array([mapping[name] for name in cats] + [np.nan], dtype=np.float64)
+    col = pd.Series(values[np.where(positions < 0, len(cats), positions)], index=s.index)
+    if not col.isna().any() and (col % 1 == 0).all():
+        col = col.astype(np.int64)
+    labels = {}
+    for name, code in mapping.items():  # every category labelled: read back as one
+        label = old_labels.get(code, _code_name(name) if numeric_cats else str(name))
+        labels[int(code) if float(code).is_integer() else float(code)] = label
+    return col, labels
 
 
 def _check_names(df: pd.DataFrame, fmt: str, name: str) -> None:
