@@ -194,27 +194,9 @@ def assess(args: dict[str, Any], out: Path, send: Send) -> dict[str, Any]:
                               household=args.get("household"),
                               suda_max_size=args.get("suda_max_size"))
     send({"stage": "writing the report"})
-    names = args.get("names", {})
-    inputs = [{"role": "original", "name": names.get("original", "original"),
-               "sha256": args.get("sha_original") or "—"},
-              {"role": "released", "name": names.get("release", "release"),
-               "sha256": args.get("sha_release") or "—"}]
-    title = f"{names.get('release', 'release')}: disclosure-risk report"
-    (out / "report.html").write_text(res.to_html(title, inputs=inputs,
-                                                 command=args.get("command")),
-                                     encoding="utf-8")
-    d = res.to_dict()
-    d["inputs"] = inputs
-    d["command"] = args.get("command")
-    (out / "assessment.json").write_text(json.dumps(d, indent=2), encoding="utf-8")
-    res.records.to_csv(out / "records.csv")
+    d = _write_assessment(res, args, out)
     w = res.worst
     rec = res.records
-    top = rec.sort_values("max_risk", ascending=False, kind="stable").head(RECORDS_SHOWN)
-    risk_cols = [c for c in rec.columns if c in ("max_risk", "mean_risk", "linked_by",
-                                                  "share_linked", "fk", "freq_risk")]
-    hist_counts, edges = np.histogram(rec["max_risk"].to_numpy(dtype=float), bins=20,
-                                      range=(0.0, 1.0))
     return _plain({
         "worst": {"attack": w.method, "rate": w.rate, "percent": f"{100 * w.rate:.2f}",
                   "correct_links": w.correct_links, "n": w.n,
@@ -229,12 +211,43 @@ def assess(args: dict[str, Any], out: Path, send: Send) -> dict[str, Any]:
         "truth": res.settings["truth"], "notes": list(res.notes),
         "warnings": _caught(caught) or list(res.warnings),
         "frequency": None if res.frequency is None else res.frequency.summary,
-        "records": {"columns": ["record", *risk_cols],
-                    "rows": [[str(i), *[_plain(r[c]) for c in risk_cols]]
-                             for i, r in top.iterrows()]},
-        "histogram": {"counts": hist_counts.tolist(), "edges": edges.tolist()},
+        **_records_view(rec),
         "seconds": res.seconds,
         "files": ["report.html", "assessment.json", "records.csv"]})
+
+
+def _write_assessment(res: Any, args: dict[str, Any], out: Path) -> dict[str, Any]:
+    """The HTML report, the JSON (with the inputs and the command) and the per-record CSV
+    in the job's folder; returns the JSON's content."""
+    names = args.get("names", {})
+    inputs = [{"role": "original", "name": names.get("original", "original"),
+               "sha256": args.get("sha_original") or "—"},
+              {"role": "released", "name": names.get("release", "release"),
+               "sha256": args.get("sha_release") or "—"}]
+    title = f"{names.get('release', 'release')}: disclosure-risk report"
+    (out / "report.html").write_text(res.to_html(title, inputs=inputs,
+                                                 command=args.get("command")),
+                                     encoding="utf-8")
+    d = res.to_dict()
+    d["inputs"] = inputs
+    d["command"] = args.get("command")
+    (out / "assessment.json").write_text(json.dumps(d, indent=2), encoding="utf-8")
+    res.records.to_csv(out / "records.csv")
+    return d
+
+
+def _records_view(rec: pd.DataFrame) -> dict[str, Any]:
+    """The page's per-record part: the ``RECORDS_SHOWN`` most exposed records (their risk
+    columns) and the histogram of the per-record risk."""
+    top = rec.sort_values("max_risk", ascending=False, kind="stable").head(RECORDS_SHOWN)
+    risk_cols = [c for c in rec.columns if c in ("max_risk", "mean_risk", "linked_by",
+                                                  "share_linked", "fk", "freq_risk")]
+    hist_counts, edges = np.histogram(rec["max_risk"].to_numpy(dtype=float), bins=20,
+                                      range=(0.0, 1.0))
+    return {"records": {"columns": ["record", *risk_cols],
+                        "rows": [[str(i), *[_plain(r[c]) for c in risk_cols]]
+                                 for i, r in top.iterrows()]},
+            "histogram": {"counts": hist_counts.tolist(), "edges": edges.tolist()}}
 
 
 # ------------------------------------------------------------------------------ mask
