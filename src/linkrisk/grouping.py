@@ -145,33 +145,43 @@ def frequencies_from_codes(codes: np.ndarray, size: np.ndarray, w: np.ndarray | 
             # the all-missing patterns are compatible with every pattern
             fk[ip] += alpha * c_all
             Fk[ip] += alpha * w_all
-        # patterns with missing values among themselves: compatible where both observed.
-        # The keys are grouped once per set of observed columns shared by a pair.
+        # patterns with missing values among themselves: compatible where both observed
         if len(by_pat) > 1:
-            ip_all = np.concatenate(list(by_pat.values()))
-            pos = {p: np.arange(o, o + ip.size) for p, ip, o in
-                   zip(by_pat, by_pat.values(),
-                       np.cumsum([0] + [ip.size for ip in by_pat.values()])[:-1], strict=True)}
-            full = (1 << m) - 1
-            cache: dict[int, tuple[np.ndarray, int]] = {}
-            for a, ia_ in by_pat.items():
-                for b, ib_ in by_pat.items():
-                    if a == b:  # same missing positions: compatible only with itself
-                        continue
-                    shared = full & ~(a | b)
-                    if shared == 0:
-                        fk[ia_] += alpha * cnt[ib_].sum()
-                        Fk[ia_] += alpha * wsum[ib_].sum()
-                        continue
-                    if shared not in cache:
-                        cols = [j for j in range(m) if (shared >> j) & 1]
-                        cache[shared] = row_groups(kshift[ip_all], size + 1, cols)
-                    g, ng = cache[shared]
-                    ga, gb = g[pos[a]], g[pos[b]]
-                    fk[ia_] += alpha * np.bincount(gb, weights=cnt[ib_], minlength=ng)[ga]
-                    Fk[ia_] += alpha * np.bincount(gb, weights=wsum[ib_], minlength=ng)[ga]
+            _add_pattern_pairs(fk, Fk, by_pat, kshift, size, cnt, wsum, alpha)
     fk[allna], Fk[allna] = float(n), float(wsum.sum())
     return fk[ids], Fk[ids]
+
+
+def _add_pattern_pairs(fk: np.ndarray, Fk: np.ndarray, by_pat: dict[int, np.ndarray],
+                       kshift: np.ndarray, size: np.ndarray, cnt: np.ndarray,
+                       wsum: np.ndarray, alpha: float) -> None:
+    """Add to ``fk``/``Fk`` (in place) the counts of the other patterns with missing
+    values that are compatible (equal where both are observed): the keys are grouped
+    once per set of observed columns shared by a pair of patterns (``by_pat``: missing
+    mask -> its keys)."""
+    m = kshift.shape[1]
+    ip_all = np.concatenate(list(by_pat.values()))
+    pos = {p: np.arange(o, o + ip.size) for p, ip, o in
+           zip(by_pat, by_pat.values(),
+               np.cumsum([0] + [ip.size for ip in by_pat.values()])[:-1], strict=True)}
+    full = (1 << m) - 1
+    cache: dict[int, tuple[np.ndarray, int]] = {}
+    for a, ia_ in by_pat.items():
+        for b, ib_ in by_pat.items():
+            if a == b:  # same missing positions: compatible only with itself
+                continue
+            shared = full & ~(a | b)
+            if shared == 0:
+                fk[ia_] += alpha * cnt[ib_].sum()
+                Fk[ia_] += alpha * wsum[ib_].sum()
+                continue
+            if shared not in cache:
+                cols = [j for j in range(m) if (shared >> j) & 1]
+                cache[shared] = row_groups(kshift[ip_all], size + 1, cols)
+            g, ng = cache[shared]
+            ga, gb = g[pos[a]], g[pos[b]]
+            fk[ia_] += alpha * np.bincount(gb, weights=cnt[ib_], minlength=ng)[ga]
+            Fk[ia_] += alpha * np.bincount(gb, weights=wsum[ib_], minlength=ng)[ga]
 
 
 #: relative tolerance within which a frequency is taken to be a whole number (α < 1 sums
