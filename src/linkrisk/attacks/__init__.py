@@ -24,13 +24,7 @@ from ..data import (
 from ..engine.nearest import Progress
 from ..errors import LinkriskError, LinkriskWarning
 from ..truth import row_order_check
-
-# the import order is the registry's order (docs, ``linkrisk methods``, "all"): dbrl and its
-# variants first
-from . import distance  # noqa: F401  (registers the attacks)
-
-# isort: split
-from . import categorical, globalmatch, probabilistic, rank, rankswap  # noqa: F401
+from . import registry  # noqa: F401  (registers the attacks, in registry.ATTACK_MODULES' order)
 from .base import ATTACKS, AttackResult, LinkContext, Outcome, results_frame
 from .blocking import block_index, check_keys
 from .settings import DIRECTIONS, LinkSettings, resolve_settings
