@@ -25,10 +25,17 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from .intscan import block_chunk
-from .kernels import chunk_count
+from .kernels import (
+    INT_NONE,
+    buffer_candidate,
+    int_chunk_state,
+    int_threshold,
+    new_minimum,
+    pick_buffered,
+)
 from .transforms import BLOCK_ROWS
 
+_INT_MAX = INT_NONE  # "no minimum yet", as in the integer kernel
 #: bytes of codes per tile of B (m × tile codes, attribute-major) kept in cache
 TILE_BYTES = 2**15
 
@@ -140,13 +147,27 @@ def _tile_hamming2(acc, acc2, a, a2, bt, t0, w):
 
 
 @nb.njit(inline="always")
-def _hamming_pass(acc0, acc1, x0, x1, bt, t0, w, code, pair):
-    """Score pass of the Hamming kernel (see :mod:`.intscan`): two rows at once, a lone
-    last row alone (eight attributes at a time)."""
-    if pair:
-        return _tile_hamming2(acc0, acc1, x0, x1, bt, t0, w)
-    mn = _tile_hamming(acc0, x0, bt, t0, w)
-    return mn, mn
+def _settle_tile(acc, mn, r, ti, t0, w, rtol, tscore, best, thr, buf_i, buf_s, nbuf, over):
+    """Row r's bookkeeping after a tile (scores acc[:w] of B[t0:t0+w], minimum mn): the
+    true image's score, then — unless mn is above the tie threshold — the new minima and
+    the tied candidates in B order (the integer kernel's loop)."""
+    if ti >= t0 and ti < t0 + w:
+        tscore[r] = acc[ti - t0]
+    if np.int64(mn) > thr[r]:
+        return
+    cur = best[r]
+    th = thr[r]
+    for k in range(w):
+        s = np.int64(acc[k])
+        if s <= th:
+            if s < cur:
+                old = cur
+                cur = s
+                th = int_threshold(cur, rtol, 1)
+                new_minimum(buf_i, buf_s, nbuf, over, r, old, th)
+            buffer_candidate(buf_i, buf_s, nbuf, over, r, t0 + k, s)
+    best[r] = cur
+    thr[r] = th
 
 
 @nb.njit(parallel=True, cache=True)
@@ -155,7 +176,38 @@ def nearest_block_hamming(a_blk, rid, bt, acc_type, truth, rtol, cap, seed, tile
     """:func:`~.intkernels.nearest_block_int` with the Hamming score (``icode`` 2, scale 1)
     on narrow codes (see the module): the same minimum, tie count, true score, link and
     overflow flags. ``acc_type`` is an empty array of the count type
-    (:func:`count_dtype` of m). The chunk/tile loop is :func:`~.intscan.block_chunk`'s."""
-    for c in nb.prange(chunk_count(a_blk.shape[0], chunk)):
-        block_chunk(_hamming_pass, 0, c, a_blk, rid, bt, acc_type, 1, truth, rtol, cap, seed,
-                    tile, chunk, out_min, out_count, out_true_score, out_link, out_overflow)
+    (:func:`count_dtype` of m)."""
+    n_a = a_blk.shape[0]
+    n_b = bt.shape[1]
+    n_chunks = (n_a + chunk - 1) // chunk
+    for c in nb.prange(n_chunks):
+        lo = c * chunk
+        hi = min(lo + chunk, n_a)
+        nr = hi - lo
+        acc = np.empty(tile, acc_type.dtype)
+        acc2 = np.empty(tile, acc_type.dtype)
+        best, thr, tscore, buf_i, buf_s, nbuf, over = int_chunk_state(nr, cap)
+        for t0 in range(0, n_b, tile):
+            w = min(tile, n_b - t0)
+            r = 0
+            while r < nr:  # rows in pairs (one load of the tile for both), then the last
+                i = lo + r
+                if r + 1 < nr:
+                    mn, mn2 = _tile_hamming2(acc, acc2, a_blk[i], a_blk[i + 1], bt, t0, w)
+                    _settle_tile(acc, mn, r, truth[i], t0, w, rtol, tscore, best, thr,
+                                 buf_i, buf_s, nbuf, over)
+                    _settle_tile(acc2, mn2, r + 1, truth[i + 1], t0, w, rtol, tscore, best,
+                                 thr, buf_i, buf_s, nbuf, over)
+                    r += 2
+                else:
+                    mn = _tile_hamming(acc, a_blk[i], bt, t0, w)
+                    _settle_tile(acc, mn, r, truth[i], t0, w, rtol, tscore, best, thr,
+                                 buf_i, buf_s, nbuf, over)
+                    r += 1
+        for r in range(nr):
+            i = lo + r
+            out_min[i] = np.inf if best[r] == _INT_MAX else np.float64(best[r])
+            out_true_score[i] = np.inf if tscore[r] < 0 else np.float64(tscore[r])
+            out_overflow[i] = over[r]
+            out_count[i] = nbuf[r]
+            out_link[i] = pick_buffered(buf_i, nbuf, r, seed, rid[i])

@@ -25,17 +25,17 @@ import numba as nb
 import numpy as np
 
 from .hamming import hamming_codes
-from .intscan import block_chunk, scan_chunk
 from .kernels import (
     INT_NONE,
     L1,
     LINF,
     MIXED,
     Tables,
-    chunk_count,
-    chunk_span,
+    buffer_candidate,
     int_chunk_state,
     int_threshold,
+    new_minimum,
+    pick_buffered,
 )
 from .rules import pick
 from .transforms import BLOCK_ROWS
@@ -130,13 +130,51 @@ def _tile_int(acc, a, bt, t0, w, icode):
     return mn
 
 
-@nb.njit(inline="always")
-def _int_pass(acc0, acc1, x0, x1, bt, t0, w, icode, pair):
-    """Score pass of the reference kernel (see :mod:`.intscan`): one row per
-    :func:`_tile_int`."""
-    mn0 = _tile_int(acc0, x0, bt, t0, w, icode)
-    mn1 = _tile_int(acc1, x1, bt, t0, w, icode) if pair else mn0
-    return mn0, mn1
+@nb.njit(parallel=True, cache=True)
+def nearest_block_int(a_blk, rid, bt, icode, scale, truth, rtol, cap, seed, tile, chunk,
+                      out_min, out_count, out_true_score, out_link, out_overflow):
+    """:func:`~.kernels.nearest_block` on integer scores (see the module): the same minimum,
+    tie count, true score, link and overflow flags."""
+    n_a = a_blk.shape[0]
+    n_b = bt.shape[1]
+    n_chunks = (n_a + chunk - 1) // chunk
+    for c in nb.prange(n_chunks):
+        lo = c * chunk
+        hi = min(lo + chunk, n_a)
+        nr = hi - lo
+        acc = np.empty(tile, np.int32)
+        best, thr, tscore, buf_i, buf_s, nbuf, over = int_chunk_state(nr, cap)
+        for t0 in range(0, n_b, tile):
+            w = min(tile, n_b - t0)
+            for r in range(nr):
+                i = lo + r
+                mn = _tile_int(acc, a_blk[i], bt, t0, w, icode)
+                ti = truth[i]
+                if ti >= t0 and ti < t0 + w:
+                    tscore[r] = acc[ti - t0]
+                if mn > thr[r]:
+                    continue
+                cur = best[r]
+                th = thr[r]
+                for k in range(w):
+                    s = np.int64(acc[k])
+                    if s <= th:
+                        if s < cur:
+                            old = cur
+                            cur = s
+                            th = int_threshold(cur, rtol, scale)
+                            new_minimum(buf_i, buf_s, nbuf, over, r, old, th)
+                        buffer_candidate(buf_i, buf_s, nbuf, over, r, t0 + k, s)
+                best[r] = cur
+                thr[r] = th
+        for r in range(nr):
+            i = lo + r
+            out_min[i] = np.inf if best[r] == _INT_MAX else best[r] / scale
+            out_true_score[i] = np.inf if tscore[r] < 0 else tscore[r] / scale
+            out_overflow[i] = over[r]
+            out_count[i] = nbuf[r]
+            out_link[i] = pick_buffered(buf_i, nbuf, r, seed, rid[i])
+
 
 
 # ---------------------------------------------------------------- rank kernel, row-blocked
@@ -221,64 +259,63 @@ def _tile_rank2(acc0, acc1, a0, a1, bt, t0, w, icode, cast):
 
 
 @nb.njit(inline="always")
-def _rank_pass(acc0, acc1, x0, x1, bt, t0, w, icode, pair):
-    """Score pass of the int32 rank kernel (see :mod:`.intscan`): both rows at once (an
-    odd last row is scored twice, its copy discarded); one bound for both."""
-    mn = _tile_rank2(acc0, acc1, x0, x1, bt, t0, w, icode, np.int32)
-    return mn, mn
+def _take_tile(acc, r, t0, w, mn, band, rtol, scale, best, thr, buf_i, buf_s, nbuf, over):
+    """Row r's tie bookkeeping for one tile of scores ``acc`` (B order), as in
+    :func:`nearest_block_int`: unless the tile's minimum ``mn`` is above the running
+    threshold, buffer the records at or below it, the threshold being the tie threshold of
+    the running minimum plus ``band`` (0: the exact tie rule; > 0: the screen's band)."""
+    if mn > thr[r]:
+        return
+    cur = best[r]
+    th = thr[r]
+    for k in range(w):
+        s = np.int64(acc[k])
+        if s <= th:
+            if s < cur:
+                old = cur
+                cur = s
+                th = int_threshold(cur, rtol, scale) + band
+                new_minimum(buf_i, buf_s, nbuf, over, r, old, th)
+            buffer_candidate(buf_i, buf_s, nbuf, over, r, t0 + k, s)
+    best[r] = cur
+    thr[r] = th
 
 
-@nb.njit(inline="always")
-def _rank16_pass(acc0, acc1, x0, x1, bt, t0, w, icode, pair):
-    """:func:`_rank_pass` on the int16 screen's quantized ranks."""
-    mn = np.int64(_tile_rank2(acc0, acc1, x0, x1, bt, t0, w, icode, np.int16))
-    return mn, mn
-
-
-_ONE_ROW, _TWO_ROWS = 0, 1
-
-
-def _block_kernel(kind: int, icode: int):
-    """The compiled exact integer kernel for one score code ``icode`` (a compile-time
-    constant: the kernel holds only that metric's loops): ``kind`` _ONE_ROW is the
-    reference kernel (:func:`_tile_int` row by row), _TWO_ROWS the rank kernel
-    (:func:`_tile_rank2`). Each is compiled on its first call."""
-
-    @nb.njit(parallel=True, cache=True)
-    def kernel(a_blk, rid, bt, scale, truth, rtol, cap, seed, tile, chunk, out_min,
-               out_count, out_true_score, out_link, out_overflow):
-        for c in nb.prange(chunk_count(a_blk.shape[0], chunk)):
-            if kind == _ONE_ROW:
-                block_chunk(_int_pass, icode, c, a_blk, rid, bt, bt, scale, truth, rtol, cap,
-                            seed, tile, chunk, out_min, out_count, out_true_score, out_link,
-                            out_overflow)
-            else:
-                block_chunk(_rank_pass, icode, c, a_blk, rid, bt, bt, scale, truth, rtol,
-                            cap, seed, tile, chunk, out_min, out_count, out_true_score,
-                            out_link, out_overflow)
-
-    return kernel
-
-
-_INT_KERNELS = {ic: _block_kernel(_ONE_ROW, ic) for ic in (I_L1, I_LINF, I_HAMMING)}
-_RANK_KERNELS = {ic: _block_kernel(_TWO_ROWS, ic) for ic in (I_L1, I_LINF)}
-
-
-def nearest_block_int(a_blk: np.ndarray, rid: np.ndarray, bt: np.ndarray, icode: int,
-                      *args) -> None:
-    """:func:`~.kernels.nearest_block` on integer scores (see the module): the same
-    minimum, tie count, true score, link and overflow flags. ``args``: scale, truth, rtol,
-    cap, seed, tile, chunk and the five outputs. The reference kernel (one row per pass
-    over a tile; tests and benchmarks compare the fast kernels with it)."""
-    _INT_KERNELS[icode](a_blk, rid, bt, *args)
-
-
-def nearest_block_rank(a_blk: np.ndarray, rid: np.ndarray, bt: np.ndarray, icode: int,
-                       *args) -> None:
+@nb.njit(parallel=True, cache=True)
+def nearest_block_rank(a_blk, rid, bt, icode, scale, truth, rtol, cap, seed, tile, chunk,
+                       out_min, out_count, out_true_score, out_link, out_overflow):
     """:func:`nearest_block_int` for the rank scores (``icode`` I_L1 or I_LINF), two
     attacker rows per pass over a tile of B: the same minimum, tie count, true score, link
     and overflow flags."""
-    _RANK_KERNELS[icode](a_blk, rid, bt, *args)
+    n_a = a_blk.shape[0]
+    n_b = bt.shape[1]
+    n_chunks = (n_a + chunk - 1) // chunk
+    for c in nb.prange(n_chunks):
+        lo = c * chunk
+        hi = min(lo + chunk, n_a)
+        nr = hi - lo
+        acc = np.empty((2, tile), np.int32)
+        best, thr, tscore, buf_i, buf_s, nbuf, over = int_chunk_state(nr, cap)
+        for t0 in range(0, n_b, tile):
+            w = min(tile, n_b - t0)
+            for r in range(0, nr, 2):
+                # an odd last row is scored twice (its copy is discarded)
+                r1 = min(r + 1, nr - 1)
+                mn = _tile_rank2(acc[0], acc[1], a_blk[lo + r], a_blk[lo + r1], bt, t0, w,
+                                 icode, np.int32)
+                for q in range(r, r1 + 1):
+                    ti = truth[lo + q]
+                    if ti >= t0 and ti < t0 + w:
+                        tscore[q] = acc[q - r, ti - t0]
+                    _take_tile(acc[q - r], q, t0, w, mn, 0, rtol, scale, best, thr, buf_i,
+                               buf_s, nbuf, over)
+        for r in range(nr):
+            i = lo + r
+            out_min[i] = np.inf if best[r] == _INT_MAX else best[r] / scale
+            out_true_score[i] = np.inf if tscore[r] < 0 else tscore[r] / scale
+            out_overflow[i] = over[r]
+            out_count[i] = nbuf[r]
+            out_link[i] = pick_buffered(buf_i, nbuf, r, seed, rid[i])
 
 
 # ---------------------------------------------------------------- rank screen, int16
@@ -331,74 +368,59 @@ def _pair_int(a, bt, j, icode):
     return s
 
 
-@nb.njit(inline="always")
-def _rescore(lo, nr, a_blk, bt, icode, scale, truth, rtol, cap, seed, rid, buf_i, buf_s, nbuf,
-             over, out_min, out_count, out_true_score, out_link, out_overflow, out_redo):
-    """The exact pass of the screen (see above) on a chunk's screen state: each
-    row's kept records (``buf_i``, ``nbuf``, ``over``) rescored in integers, the first ``cap`` tied with the exact minimum
-    kept in B order, the overflow flag, the pick; rows whose screen buffer overflowed are
-    flagged in ``out_redo`` instead."""
-    n_b = bt.shape[1]
-    keep = np.empty(cap, np.int64)
-    for r in range(nr):
-        i = lo + r
-        out_redo[i] = over[r]
-        if over[r]:
-            continue
-        smin = np.int64(_INT_MAX)
-        for p in range(nbuf[r]):
-            buf_s[r, p] = _pair_int(a_blk[i], bt, buf_i[r, p], icode)
-            smin = min(smin, buf_s[r, p])
-        th = int_threshold(smin, rtol, scale)
-        cnt = 0
-        flow = False
-        for p in range(nbuf[r]):
-            if buf_s[r, p] <= th:
-                if cnt < cap:
-                    keep[cnt] = buf_i[r, p]
-                    cnt += 1
-                else:
-                    flow = True
-        ti = truth[i]
-        out_min[i] = np.inf if smin == _INT_MAX else smin / scale
-        out_true_score[i] = (_pair_int(a_blk[i], bt, ti, icode) / scale
-                             if ti >= 0 and ti < n_b else np.inf)
-        out_overflow[i] = flow
-        out_count[i] = cnt
-        out_link[i] = -1 if cnt == 0 else keep[pick(seed, rid[i], cnt)]
-
-
-def _screen_kernel(icode: int):
-    """The compiled int16 screen for one rank score code ``icode`` (a compile-time
-    constant), compiled on its first call."""
-
-    @nb.njit(parallel=True, cache=True)
-    def kernel(a_blk, aq_blk, rid, bt, btq, scale, band, truth, rtol, cap, ccap, seed, tile,
-               chunk, out_min, out_count, out_true_score, out_link, out_overflow, out_redo):
-        for c in nb.prange(chunk_count(a_blk.shape[0], chunk)):
-            lo, nr = chunk_span(c, chunk, a_blk.shape[0])
-            acc = np.empty((2, tile), np.int16)
-            best, thr, tscore, buf_i, buf_s, nbuf, over = int_chunk_state(nr, ccap)
-            scan_chunk(_rank16_pass, icode, aq_blk, btq, lo, nr, acc, truth, band, rtol, scale,
-                       tile, best, thr, tscore, buf_i, buf_s, nbuf, over)
-            _rescore(lo, nr, a_blk, bt, icode, scale, truth, rtol, cap, seed, rid, buf_i, buf_s,
-                     nbuf, over, out_min, out_count, out_true_score, out_link, out_overflow,
-                     out_redo)
-
-    return kernel
-
-
-_SCREEN_KERNELS = {ic: _screen_kernel(ic) for ic in (I_L1, I_LINF)}
-
-
-def screen_block_rank(a_blk: np.ndarray, aq_blk: np.ndarray, rid: np.ndarray,
-                      bt: np.ndarray, btq: np.ndarray, icode: int, *args) -> None:
+@nb.njit(parallel=True, cache=True)
+def screen_block_rank(a_blk, aq_blk, rid, bt, btq, icode, scale, band, truth, rtol, cap,
+                      ccap, seed, tile, chunk, out_min, out_count, out_true_score, out_link,
+                      out_overflow, out_redo):
     """:func:`nearest_block_rank` through the int16 screen (see above): ``aq_blk``/``btq``
-    the quantized ranks; ``args``: scale, band (the screen's), truth, rtol, cap, ccap (the
-    screen buffer per row), seed, tile, chunk, the five outputs and ``out_redo``. Rows
-    whose screen buffer overflowed are flagged in ``out_redo`` (their other outputs are
-    not set)."""
-    _SCREEN_KERNELS[icode](a_blk, aq_blk, rid, bt, btq, *args)
+    the quantized ranks, ``band`` the screen's band, ``ccap`` the screen buffer per row.
+    Rows whose screen buffer overflowed are flagged in ``out_redo`` (their other outputs
+    are not set)."""
+    n_a = a_blk.shape[0]
+    n_b = bt.shape[1]
+    n_chunks = (n_a + chunk - 1) // chunk
+    for c in nb.prange(n_chunks):
+        lo = c * chunk
+        hi = min(lo + chunk, n_a)
+        nr = hi - lo
+        acc = np.empty((2, tile), np.int16)
+        best, thr, _, buf_i, buf_s, nbuf, over = int_chunk_state(nr, ccap)
+        for t0 in range(0, n_b, tile):
+            w = min(tile, n_b - t0)
+            for r in range(0, nr, 2):
+                r1 = min(r + 1, nr - 1)
+                mn = _tile_rank2(acc[0], acc[1], aq_blk[lo + r], aq_blk[lo + r1], btq, t0, w,
+                                 icode, np.int16)
+                for q in range(r, r1 + 1):
+                    _take_tile(acc[q - r], q, t0, w, np.int64(mn), band, rtol, scale, best,
+                               thr, buf_i, buf_s, nbuf, over)
+        keep = np.empty(cap, np.int64)
+        for r in range(nr):
+            i = lo + r
+            out_redo[i] = over[r]
+            if over[r]:
+                continue
+            smin = np.int64(_INT_MAX)
+            for p in range(nbuf[r]):
+                buf_s[r, p] = _pair_int(a_blk[i], bt, buf_i[r, p], icode)
+                smin = min(smin, buf_s[r, p])
+            th = int_threshold(smin, rtol, scale)
+            cnt = 0
+            flow = False
+            for p in range(nbuf[r]):
+                if buf_s[r, p] <= th:
+                    if cnt < cap:
+                        keep[cnt] = buf_i[r, p]
+                        cnt += 1
+                    else:
+                        flow = True
+            ti = truth[i]
+            out_min[i] = np.inf if smin == _INT_MAX else smin / scale
+            out_true_score[i] = (_pair_int(a_blk[i], bt, ti, icode) / scale
+                                 if ti >= 0 and ti < n_b else np.inf)
+            out_overflow[i] = flow
+            out_count[i] = cnt
+            out_link[i] = -1 if cnt == 0 else keep[pick(seed, rid[i], cnt)]
 
 
 def rank_kernel(a: np.ndarray, bt: np.ndarray, icode: int, rtol: float):

@@ -177,31 +177,6 @@ def int_chunk_state(nr, cap):
             np.empty((nr, cap), np.int64), np.zeros(nr, np.int64), np.zeros(nr, np.bool_))
 
 
-@nb.njit(inline="always")
-def chunk_count(n, chunk):
-    """Chunks of ``chunk`` attacker rows covering ``n`` rows (the kernels' parallel loop)."""
-    return (n + chunk - 1) // chunk
-
-
-@nb.njit(inline="always")
-def chunk_span(c, chunk, n):
-    """(first row, row count) of chunk ``c`` of ``n`` rows."""
-    lo = c * chunk
-    return lo, min(lo + chunk, n) - lo
-
-
-@nb.njit(inline="always")
-def store_row(i, r, mn, ts, nbuf, over, buf_i, seed, rid_i, out_min, out_count,
-              out_true_score, out_link, out_overflow):
-    """Write row ``i``'s results (chunk row ``r``): minimum ``mn``, true score ``ts``, the
-    overflow flag, the tie count and the seeded pick among the buffered candidates."""
-    out_min[i] = mn
-    out_true_score[i] = ts
-    out_overflow[i] = over[r]
-    out_count[i] = nbuf[r]
-    out_link[i] = pick_buffered(buf_i, nbuf, r, seed, rid_i)
-
-
 @nb.njit(parallel=True, cache=True)
 def nearest_block(a_blk, rid, bt, metric, degree, kaa, kbb, tflat, toff, tsize, truth, rtol, cap,
                   seed, tile, chunk, out_min, out_count, out_true_score, out_link, out_overflow):
@@ -214,8 +189,11 @@ def nearest_block(a_blk, rid, bt, metric, degree, kaa, kbb, tflat, toff, tsize, 
     finished by :func:`recount_rows`."""
     n_a = a_blk.shape[0]
     n_b = bt.shape[1]
-    for c in nb.prange(chunk_count(n_a, chunk)):
-        lo, nr = chunk_span(c, chunk, n_a)
+    n_chunks = (n_a + chunk - 1) // chunk
+    for c in nb.prange(n_chunks):
+        lo = c * chunk
+        hi = min(lo + chunk, n_a)
+        nr = hi - lo
         acc = np.empty(tile)
         best = np.full(nr, np.inf)
         tscore = np.full(nr, np.inf)
@@ -228,7 +206,7 @@ def nearest_block(a_blk, rid, bt, metric, degree, kaa, kbb, tflat, toff, tsize, 
             for r in range(nr):
                 i = lo + r
                 tile_scores(acc, a_blk[i], bt, t0, w, metric, degree, kaa[i], kbb,
-                            tflat, toff, tsize)
+                             tflat, toff, tsize)
                 ti = truth[i]
                 if ti >= t0 and ti < t0 + w:
                     tscore[r] = acc[ti - t0]
@@ -245,8 +223,12 @@ def nearest_block(a_blk, rid, bt, metric, degree, kaa, kbb, tflat, toff, tsize, 
                         buffer_candidate(buf_i, buf_s, nbuf, over, r, t0 + k, s)
                 best[r] = cur
         for r in range(nr):
-            store_row(lo + r, r, best[r], tscore[r], nbuf, over, buf_i, seed, rid[lo + r],
-                      out_min, out_count, out_true_score, out_link, out_overflow)
+            i = lo + r
+            out_min[i] = best[r]
+            out_true_score[i] = tscore[r]
+            out_overflow[i] = over[r]
+            out_count[i] = nbuf[r]
+            out_link[i] = pick_buffered(buf_i, nbuf, r, seed, rid[i])
 
 
 @nb.njit(parallel=True, cache=True)
