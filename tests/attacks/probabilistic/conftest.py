@@ -90,7 +90,7 @@ def _numpy_walk_counts(cmp):
     def visit(s, ids, g):
         at_least[s] = int(np.bincount(ids[:n_a], minlength=g) @ np.bincount(ids[n_a:],
                                                                                minlength=g))
-    subset_walk(P._stack(cmp), cmp.size, visit)
+    subset_walk(P.stack_columns(cmp), cmp.size, visit)
     return P.superset_mobius(at_least, m)
 
 

@@ -21,7 +21,7 @@ def test_pattern_counts_equal_enumeration(tol):
     want = np.bincount(brute_patterns(cmp).ravel(), minlength=16)
     np.testing.assert_array_equal(got, want)
     if tol is None:  # the walk and the pair kernel agree on coded files too
-        np.testing.assert_array_equal(P._pair_counts(cmp), want)
+        np.testing.assert_array_equal(P.pair_counts(cmp), want)
 
 
 def test_pattern_counts_unequal_sizes_and_walk():
@@ -44,9 +44,9 @@ def test_numpy_pair_counts_equal_the_kernel(tol, monkeypatch):
     ctx, _ = make_context(a, b)
     cmp = P.compare(ctx, q=4, tol=tol)
     calls = []
-    with_numpy = P._pair_counts(cmp, lambda done, n: calls.append(("numpy", done, n)))
+    with_numpy = P.pair_counts(cmp, lambda done, n: calls.append(("numpy", done, n)))
     monkeypatch.setattr(P.counts, "NUMPY_MAX_PAIRS", 0)
-    compiled = P._pair_counts(cmp, lambda done, n: calls.append(("kernel", done, n)))
+    compiled = P.pair_counts(cmp, lambda done, n: calls.append(("kernel", done, n)))
     np.testing.assert_array_equal(with_numpy, compiled)
     np.testing.assert_array_equal(with_numpy,
                                   np.bincount(brute_patterns(cmp).ravel(), minlength=16))

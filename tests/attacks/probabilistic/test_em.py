@@ -18,7 +18,7 @@ def test_em_recovers_known_m_and_u():
     cmp = P.compare(ctx)
     cnt = P.pattern_counts(cmp)
     g = P.bits(8, np.arange(256))
-    tc = np.bincount(P._true_patterns(cmp, ctx.truth), minlength=256)
+    tc = np.bincount(P.true_patterns(cmp, ctx.truth), minlength=256)
     true_m = (tc @ g) / 2000                      # agreement rate over the true pairs
     true_u = ((cnt - tc) @ g) / (cnt.sum() - 2000)  # over all other pairs
     for fixed in (None, 2000 / cnt.sum()):

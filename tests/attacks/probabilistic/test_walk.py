@@ -36,7 +36,7 @@ def test_compiled_walk_equals_numpy_walk(case):
     cmp = P.compare(ctx, q=q)
     m = cmp.a.shape[1]
     at_least = np.zeros(1 << m, np.int64)
-    P._run_walk(P._stack(cmp), cmp.size, cmp.a.shape[0], P._COUNT, at_least=at_least)
+    P.run_walk(P.stack_columns(cmp), cmp.size, cmp.a.shape[0], P.COUNT, at_least=at_least)
     counts = P.superset_mobius(at_least, m)
     np.testing.assert_array_equal(counts, _numpy_walk_counts(cmp))
     np.testing.assert_array_equal(P.pattern_counts(cmp), counts)
@@ -65,7 +65,7 @@ def test_compiled_walk_equals_numpy_walk(case):
 @pytest.mark.parametrize("case", ["categorical", "unequal", "numeric_q3"])
 def test_walk_kernels_against_pairs_and_two_walks(case):
     """The pair counts with small groups finished by their exact later pattern (folded by
-    ``_fold_finished``) equal the enumeration of all pairs whatever the small-group limit
+    ``fold_finished``) equal the enumeration of all pairs whatever the small-group limit
     (0: every group refined; 1; the default; everything finished below two attributes),
     and the one-walk candidate sets (events of the minimum walk, replayed in walk order; 1
     or several threads, the same limits) equal the two-walk path (minimum, then collecting
@@ -76,10 +76,10 @@ def test_walk_kernels_against_pairs_and_two_walks(case):
     ctx, _ = make_context(a, b, ids="id" if "id" in a else None)
     cmp = P.compare(ctx, q=q)
     n_a, m = cmp.a.shape
-    want = P._pair_counts(cmp)  # every pair's pattern, binned
-    for lim in (0, 1, P._SMALL, 10**9):
+    want = P.pair_counts(cmp)  # every pair's pattern, binned
+    for lim in (0, 1, P.SMALL, 10**9):
         at_least = np.zeros(1 << m, np.int64)
-        P._run_walk(P._stack(cmp), cmp.size, n_a, P._COUNT, at_least=at_least, small_lim=lim)
+        P.run_walk(P.stack_columns(cmp), cmp.size, n_a, P.COUNT, at_least=at_least, small_lim=lim)
         np.testing.assert_array_equal(P.superset_mobius(at_least, m), want, err_msg=str(lim))
     rng = np.random.default_rng(3)
     fit = P.em(want, m, 1 / n_a, fixed_p=1 / n_a)
@@ -91,21 +91,21 @@ def test_walk_kernels_against_pairs_and_two_walks(case):
         for wa, wd in weights:
             score = P.pattern_table(-wa, -wd)
             keep = np.flatnonzero(wa != wd)
-            codes = P._stack(cmp)[:, keep]
+            codes = P.stack_columns(cmp)[:, keep]
             full = (((np.arange(1 << keep.size)[:, None] >> np.arange(keep.size)) & 1)
                     << keep).sum(axis=1)
             score_k = score[full]
             for seed in (0, 5):
                 old = P.group_sets(cmp, score, ctx.truth, seed, keep=keep, walk="walks")
-                base = P._walk_base(np.arange(n_a, dtype=np.uint64), seed)
-                for nt, lim in ((1, 0), (1, P._SMALL), (threads, 1), (threads, 10**9)):
+                base = P.walk_base(np.arange(n_a, dtype=np.uint64), seed)
+                for nt, lim in ((1, 0), (1, P.SMALL), (threads, 1), (threads, 10**9)):
                     numba.set_num_threads(nt)
                     best = np.full(n_a, np.inf)
-                    ev = P._min_walk(codes, cmp.size[keep], n_a, score_k, best, base, lim)
+                    ev = P.min_walk(codes, cmp.size[keep], n_a, score_k, best, base, lim)
                     thr = P.tie_threshold_np(best, P.RTOL)
                     count = np.zeros(n_a, np.int64)
                     link = np.full(n_a, -1, np.int64)
-                    P._replay(ev, P._walk_order(keep.size), score_k, thr, base, count, link)
+                    P.replay_walk(ev, P.walk_order(keep.size), score_k, thr, base, count, link)
                     np.testing.assert_array_equal(best, old.min_score)
                     np.testing.assert_array_equal(count, old.count)
                     np.testing.assert_array_equal(link, old.link)
@@ -119,12 +119,12 @@ def test_walk_kernels_against_pairs_and_two_walks(case):
 
 
 def test_walk_order_is_the_walks_order():
-    """_walk_order ranks the subsets as grouping.subset_walk visits them."""
+    """walk_order ranks the subsets as grouping.subset_walk visits them."""
     from linkrisk.grouping import subset_walk
 
     seen = []
     subset_walk(np.zeros((2, 5), np.int64), np.ones(5, np.int64),
                 lambda s, ids, g: seen.append(s))
-    rank = P._walk_order(5)
+    rank = P.walk_order(5)
     assert sorted(seen) == list(range(32))
     np.testing.assert_array_equal(rank[seen], np.arange(32))

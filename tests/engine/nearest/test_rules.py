@@ -58,12 +58,12 @@ def test_twins_give_the_same_bits():
 def test_subset_walk_stream_is_splitmix():
     """prl's subset walk hashed x as mix(x·φ + 0x632BE59BD9B4E019): that is
     splitmix(x, 0x632BE59BD9B4E018), so one hash serves both."""
-    from linkrisk.attacks.probabilistic import _WALK
+    from linkrisk.attacks.probabilistic import WALK
 
     x = np.random.default_rng(1).integers(0, 2**63, 300).astype(np.uint64)
     want = [_splitmix_reference(int(v), 0x632BE59BD9B4E018) for v in x]
-    assert _WALK == 0x632BE59BD9B4E018
-    assert [int(v) for v in splitmix_np(x, _WALK)] == want
+    assert WALK == 0x632BE59BD9B4E018
+    assert [int(v) for v in splitmix_np(x, WALK)] == want
 
 
 def test_settle_follows_the_definition():

@@ -15,7 +15,7 @@ of the method it implements):
 * :mod:`.counts` — the number of pairs showing each pattern (subset walk and Möbius
   inversion, pair kernel, numpy on small problems, missing-value patterns);
 * :mod:`.walk` — the compiled subset walk over the 2^m attribute subsets that the counts
-  and the candidate sets share, and its hash stream ``_WALK``;
+  and the candidate sets share, and its hash stream ``WALK``;
 * :mod:`.em` — Fellegi–Sunter EM (SQUAREM, constrained m_j ≥ u_j, missing comparisons);
 * :mod:`.classification` — weights, thresholds, the one-to-one grid and assignment;
 * :mod:`.candidates` — the maximal-weight candidate sets (walk, engine, pair kernel);
@@ -32,15 +32,15 @@ import numba as nb
 from ...engine.nearest import RTOL
 from ...engine.nearest.rules import tie_threshold_np
 from .candidates import (
-    _min_walk,
-    _pair_best_kernel,
-    _replay,
-    _walk_base,
-    _walk_order,
     engine_sets,
     group_sets,
+    min_walk,
     missing_sets,
+    pair_best_kernel,
     pair_sets,
+    replay_walk,
+    walk_base,
+    walk_order,
 )
 from .classification import (
     GRID_BITS,
@@ -55,34 +55,34 @@ from .classification import (
     pattern_probs,
     pattern_table,
 )
-from .comparison import PAIR_PARTS, Comparison, _stack, _true_patterns, compare, quantile_bins
+from .comparison import PAIR_PARTS, Comparison, compare, quantile_bins, stack_columns, true_patterns
 from .counts import (
-    _pair_counts,
-    _pair_counts_kernel,
     missing_pattern_counts,
+    pair_counts,
+    pair_counts_kernel,
     pattern_counts,
     superset_mobius,
 )
 from .em import EPS, EMFit, bits, em, em_missing
 from .linkage import MAX_ATTRIBUTES, prl, run_prl
 from .walk import (
-    _COLLECT,
-    _COUNT,
-    _MIN,
-    _SMALL,
-    _WALK,
-    _count_kernel,
-    _fold_finished,
-    _run_walk,
-    _walk_kernel,
+    COLLECT,
+    COUNT,
+    MIN,
+    SMALL,
+    WALK,
+    count_kernel,
+    fold_finished,
+    run_walk,
+    walk_kernel,
 )
 
 __all__ = [
     "EPS", "GRID_BITS", "MAX_ATTRIBUTES", "PAIR_PARTS", "RTOL", "Comparison", "EMFit",
-    "Thresholds", "_COLLECT", "_COUNT", "_MIN", "_SMALL", "_WALK", "_count_kernel",
-    "_fold_finished", "_min_walk", "_pair_best_kernel", "_pair_counts", "_pair_counts_kernel",
-    "_replay", "_run_walk", "_stack", "_true_patterns", "_walk_base", "_walk_kernel",
-    "_walk_order", "agreement_weights", "assignment_sets", "bits", "compare", "em",
+    "Thresholds", "COLLECT", "COUNT", "MIN", "SMALL", "WALK", "count_kernel",
+    "fold_finished", "min_walk", "pair_best_kernel", "pair_counts", "pair_counts_kernel",
+    "replay_walk", "run_walk", "stack_columns", "true_patterns", "walk_base", "walk_kernel",
+    "walk_order", "agreement_weights", "assignment_sets", "bits", "compare", "em",
     "em_missing", "engine_sets", "fs_thresholds", "grid_scores", "grid_weights",
     "group_sets", "missing_pattern_counts", "missing_sets", "missing_thresholds", "nb",
     "observed_table", "pair_sets", "pattern_counts", "pattern_probs", "pattern_table", "prl",

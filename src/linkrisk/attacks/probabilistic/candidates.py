@@ -28,32 +28,39 @@ from ...engine.nearest.rules import settle, splitmix, splitmix_np, tie_threshold
 from ...errors import LinkriskError
 from ...grouping import subset_walk
 from ..base import LinkContext
-from .comparison import Comparison, _blocks, _missing_score, _pattern, _stack, _true_patterns
+from .comparison import (
+    Comparison,
+    missing_score,
+    pair_pattern,
+    pattern_blocks,
+    stack_columns,
+    true_patterns,
+)
 from .walk import (
-    _COLLECT,
-    _MIN,
-    _SMALL_MIN,
-    _WALK,
-    _dfs,
-    _draw,
-    _event,
-    _events,
-    _group_min,
-    _narrow,
-    _refine,
-    _run_walk,
-    _scratch,
+    COLLECT,
+    MIN,
+    SMALL_MIN,
+    WALK,
+    dfs,
+    group_min,
+    narrow_rows,
+    refine,
+    run_walk,
+    walk_draw,
+    walk_event,
+    walk_events,
+    walk_scratch,
 )
 
 _NONE = np.zeros(0)
 
 
-def _walk_base(rows: np.ndarray, seed: int) -> np.ndarray:
+def walk_base(rows: np.ndarray, seed: int) -> np.ndarray:
     """Each row's start on the subset walk's hash stream: splitmix(row ^ splitmix(seed,
-    _WALK), _WALK), with the engine's :func:`~linkrisk.engine.nearest.rules.splitmix_np`
+    WALK), WALK), with the engine's :func:`~linkrisk.engine.nearest.rules.splitmix_np`
     (the compiled walks continue it with :func:`~linkrisk.engine.nearest.rules.splitmix`)."""
-    return splitmix_np(rows ^ splitmix_np(np.full(rows.shape[0], seed, np.uint64), _WALK),
-                       _WALK)
+    return splitmix_np(rows ^ splitmix_np(np.full(rows.shape[0], seed, np.uint64), WALK),
+                       WALK)
 
 
 @nb.njit(nogil=True, cache=True)
@@ -65,25 +72,25 @@ def _min_task(codes, rcodes, size, n_a, i, j, score_k, rtol, best, thr_of, base,
     n, m = codes.shape
     rows = np.arange(n)
     seg = np.array([0, n], np.int64)
-    evs = _events(n, n_a, base)
-    ca, cb, pos, buf, small, ok = _scratch(codes, size)
+    evs = walk_events(n, n_a, base)
+    ca, cb, pos, buf, small, ok = walk_scratch(codes, size)
     full = (1 << m) - 1
     i0 = np.empty(0, np.int64)
     f = np.empty(0)
     u = np.empty(0, np.uint64)
     if i >= 0:  # the rows of {i}'s groups, filtered by {i}'s subtree bound
-        rows, seg, _ = _refine(rows, seg, codes, i, size[i], n_a,
+        rows, seg, _ = refine(rows, seg, codes, i, size[i], n_a,
                                score_k[(1 << i) | (full & ~((1 << (i + 1)) - 1))], thr_of,
-                               ca, cb, pos, buf, small, ok, 0, _MIN, 1 << i, score_k, rtol, i0,
+                               ca, cb, pos, buf, small, ok, 0, MIN, 1 << i, score_k, rtol, i0,
                                best, rcodes, evs)
     child = (1 << j) | (1 << i if i >= 0 else 0)
-    r2, s2, _ = _refine(rows, seg, codes, j, size[j], n_a,
+    r2, s2, _ = refine(rows, seg, codes, j, size[j], n_a,
                         score_k[child | (full & ~((1 << (j + 1)) - 1))], thr_of, ca, cb, pos,
-                        buf, small, ok, small_lim if i >= 0 else 0, _MIN, child, score_k, rtol,
+                        buf, small, ok, small_lim if i >= 0 else 0, MIN, child, score_k, rtol,
                         i0, best, rcodes, evs)
-    _group_min(r2, s2, n_a, child, score_k[child], rtol, best, thr_of, evs)
+    group_min(r2, s2, n_a, child, score_k[child], rtol, best, thr_of, evs)
     if i >= 0 and r2.size > 0:
-        _dfs(codes, size, n_a, _MIN, r2, s2, child, j + 1, score_k, rtol, best, thr_of, f, u,
+        dfs(codes, size, n_a, MIN, r2, s2, child, j + 1, score_k, rtol, best, thr_of, f, u,
              i0, i0, i0, i0, rcodes, evs, small_lim)
     tab = evs[0][0]
     k = 0
@@ -98,28 +105,28 @@ def _min_task(codes, rcodes, size, n_a, i, j, score_k, rtol, best, thr_of, base,
 def _min_root(n_b, score_k, rtol, best, thr_of, base):
     """The root of the minimum walk (the empty subset: every B row) and its events."""
     n_a = best.size
-    evs = _events(n_a + n_b, n_a, base)
+    evs = walk_events(n_a + n_b, n_a, base)
     for i in range(n_a):
         if score_k[0] < best[i]:
             best[i] = score_k[0]
         thr_of[i] = best[i] + rtol * abs(best[i])
         if evs[2].size > 0 and score_k[0] <= thr_of[i]:
-            _event(evs, i, 0, n_b, _draw(base, i, 0, n_b))
+            walk_event(evs, i, 0, n_b, walk_draw(base, i, 0, n_b))
     return evs[0][0][:evs[1][0]].copy()
 
 
-def _min_walk(codes: np.ndarray, size: np.ndarray, n_a: int, score_k: np.ndarray,
+def min_walk(codes: np.ndarray, size: np.ndarray, n_a: int, score_k: np.ndarray,
               best: np.ndarray, base: np.ndarray, small_lim: int | None = None
               ) -> np.ndarray:
     """The minimum walk with events (:func:`_min_task`), its tasks shared by
     ``numba.get_num_threads()`` threads, each with its own best scores (merged by minimum)
     and all sharing the pruning thresholds (:func:`_lower`). Lowers ``best``; returns the
-    event table (its order depends on the threads; :func:`_replay` sorts it)."""
+    event table (its order depends on the threads; :func:`replay_walk` sorts it)."""
     n, m = codes.shape
     if n_a == 0 or n_a == n:
         return np.empty((0, 4), np.int64)
-    codes, rcodes, size = _narrow(codes, size)
-    lim = _SMALL_MIN if small_lim is None else small_lim
+    codes, rcodes, size = narrow_rows(codes, size)
+    lim = SMALL_MIN if small_lim is None else small_lim
     thr_of = np.empty(n_a)
     tables = [_min_root(n - n_a, score_k, RTOL, best, thr_of, base)]
     # the subtree of {i, j} has 2^(m-1-j) subsets: largest first, then the single subsets
@@ -152,7 +159,7 @@ def _min_walk(codes: np.ndarray, size: np.ndarray, n_a: int, score_k: np.ndarray
 
 
 @nb.njit(cache=True)
-def _walk_order(k):
+def walk_order(k):
     """rank[S]: position of the subset S in the walk's depth-first order (S, then the
     subtrees of S ∪ {j} for j above S's last attribute, in increasing j)."""
     rank = np.empty(1 << k, np.int64)
@@ -179,10 +186,10 @@ def _walk_order(k):
 
 
 @nb.njit(cache=True)
-def _replay(ev, rank, score_k, thr, base, count, link):
+def replay_walk(ev, rank, score_k, thr, base, count, link):
     """The tied groups of each A row from the events of the minimum walk, in the walk's
     order: an event (a, S, c, b) is a's group on S with c B rows and b the pick-th of them
-    (:func:`_draw`); those with score_k[S] ≤ thr[a] are the groups :func:`_collect` meets,
+    (:func:`walk_draw`); those with score_k[S] ≤ thr[a] are the groups :func:`_collect` meets,
     so counting them and keeping each with probability c / (count so far) in walk order
     gives the same counts and links as the collecting walk."""
     n_ev = ev.shape[0]
@@ -200,7 +207,7 @@ def _replay(ev, rank, score_k, thr, base, count, link):
         e = order[o]
         i, s, c = ev[e, 0], ev[e, 1], ev[e, 2]
         count[i] += c
-        h = splitmix(base[i] + np.uint64(s), _WALK)
+        h = splitmix(base[i] + np.uint64(s), WALK)
         u = np.float64(h >> np.uint64(11)) * 2.0**-53
         if u * np.float64(count[i]) < np.float64(c):
             link[i] = ev[e, 3]
@@ -217,13 +224,13 @@ def group_sets(cmp: Comparison, score: np.ndarray, truth: np.ndarray, seed: int,
     (count and a reservoir-sampled uniform link). ``keep``: the attributes to walk; the
     others must score agreement and disagreement identically (they are left out of the
     walk and scored as disagreeing, which gives the same bits). ``walk``: ``"compiled"``
-    (the pruned compiled minimum walk with events, :func:`_min_walk`, and :func:`_replay`:
+    (the pruned compiled minimum walk with events, :func:`min_walk`, and :func:`replay_walk`:
     same subsets, order and draws), ``"walks"`` (the compiled minimum walk, then a
-    compiled collecting walk, :func:`_walk_kernel`) or ``"numpy"`` (the plain numpy walk,
+    compiled collecting walk, :func:`walk_kernel`) or ``"numpy"`` (the plain numpy walk,
     kept as the reference computation)."""
     n_a, m = cmp.a.shape
     keep = np.arange(m) if keep is None else np.flatnonzero(np.isin(np.arange(m), keep))
-    codes = _stack(cmp)[:, keep]
+    codes = stack_columns(cmp)[:, keep]
     size = cmp.size[keep]
     full = (((np.arange(1 << keep.size)[:, None] >> np.arange(keep.size)) & 1)
             << keep).sum(axis=1)
@@ -231,15 +238,15 @@ def group_sets(cmp: Comparison, score: np.ndarray, truth: np.ndarray, seed: int,
     best = np.full(n_a, np.inf)
     count = np.zeros(n_a, np.int64)
     link = np.full(n_a, -1, np.int64)
-    base = _walk_base(np.arange(n_a, dtype=np.uint64), seed)
+    base = walk_base(np.arange(n_a, dtype=np.uint64), seed)
     if walk == "compiled":  # one walk: the minimum, recording the groups met (events)
-        events = _min_walk(codes, size, n_a, score_k, best, base)
+        events = min_walk(codes, size, n_a, score_k, best, base)
         thr = tie_threshold_np(best, rtol)
-        _replay(events, _walk_order(keep.size), score_k, thr, base, count, link)
+        replay_walk(events, walk_order(keep.size), score_k, thr, base, count, link)
     elif walk == "walks":  # the minimum, then a second walk collecting the tied groups
-        _run_walk(codes, size, n_a, _MIN, score_k=score_k, best=best)
+        run_walk(codes, size, n_a, MIN, score_k=score_k, best=best)
         thr = tie_threshold_np(best, rtol)
-        _run_walk(codes, size, n_a, _COLLECT, score_k=score_k, thr=thr, base=base,
+        run_walk(codes, size, n_a, COLLECT, score_k=score_k, thr=thr, base=base,
                   count=count, link=link)
     else:
         thr = _numpy_walks(codes, size, n_a, score_k, rtol, base, best, count, link)
@@ -269,13 +276,13 @@ def _numpy_walks(codes: np.ndarray, size: np.ndarray, n_a: int, score_k: np.ndar
             return
         partners = partners[hit]
         count[hit] += partners
-        h = splitmix_np(base[hit] + np.uint64(subset), _WALK)
+        h = splitmix_np(base[hit] + np.uint64(subset), WALK)
         u = (h >> np.uint64(11)).astype(np.float64) * 2.0**-53
         take = u * count[hit] < partners  # reservoir over groups: keep with prob c / total
         if not take.any():
             return
         hit, partners, h = hit[take], partners[take], h[take]
-        pick = (splitmix_np(h, _WALK) % partners.astype(np.uint64)).astype(np.int64)
+        pick = (splitmix_np(h, WALK) % partners.astype(np.uint64)).astype(np.int64)
         b_in_group_order = np.argsort(group_of[n_a:], kind="stable")
         group_start = np.cumsum(in_b) - in_b
         link[hit] = b_in_group_order[group_start[group_of[hit]] + pick]
@@ -289,7 +296,7 @@ def _group_result(cmp: Comparison, score: np.ndarray, truth: np.ndarray, best: n
     ts = np.full(cmp.a.shape[0], np.inf)
     ok = truth >= 0
     if ok.any():
-        ts[ok] = score[_true_patterns(cmp, truth)[ok]]
+        ts[ok] = score[true_patterns(cmp, truth)[ok]]
     return NearestSets(best, count, ok & (ts <= thr), ts, link)
 
 
@@ -308,8 +315,8 @@ def pair_sets(ctx: LinkContext, cmp: Comparison, score: np.ndarray) -> NearestSe
     n_a = cmp.a.shape[0]
     out_min, out_true = np.empty(n_a), np.empty(n_a)
     out_count, out_link = np.empty(n_a, np.int64), np.empty(n_a, np.int64)
-    for r0, r1 in _blocks(n_a):  # row i's link depends on (seed, i) only: same result
-        _pair_best_kernel(cmp.a[r0:r1], cmp.b, cmp.tol, score, _NONE, _NONE,
+    for r0, r1 in pattern_blocks(n_a):  # row i's link depends on (seed, i) only: same result
+        pair_best_kernel(cmp.a[r0:r1], cmp.b, cmp.tol, score, _NONE, _NONE,
                           ctx.truth[r0:r1], ctx.seed, RTOL, out_min[r0:r1], out_count[r0:r1],
                           out_true[r0:r1], out_link[r0:r1], r0)
         if ctx.progress is not None:
@@ -320,7 +327,7 @@ def pair_sets(ctx: LinkContext, cmp: Comparison, score: np.ndarray) -> NearestSe
 
 
 @nb.njit(parallel=True, cache=True)
-def _pair_best_kernel(a, b, tol, score, va, vd, truth, seed, rtol, out_min, out_count,
+def pair_best_kernel(a, b, tol, score, va, vd, truth, seed, rtol, out_min, out_count,
                       out_true, out_link, i0=0):
     """C(a) = {b : score[γ(a,b)] ≤ min + rtol·|min|} for every a (global row i0 + i),
     settled by the engine's rules (:func:`~linkrisk.engine.nearest.rules.settle`: link =
@@ -333,9 +340,9 @@ def _pair_best_kernel(a, b, tol, score, va, vd, truth, seed, rtol, out_min, out_
         sc = np.empty(n_b)
         for k in range(n_b):
             if per_pair:
-                sc[k] = _missing_score(a, b, i, k, tol, va, vd)
+                sc[k] = missing_score(a, b, i, k, tol, va, vd)
             else:
-                sc[k] = score[_pattern(a, b, i, k, tol)]
+                sc[k] = score[pair_pattern(a, b, i, k, tol)]
         mn, cnt, _, link = settle(ids, sc, n_b, -1, rtol, seed, i0 + i)
         t = truth[i]
         out_true[i] = sc[t] if t >= 0 else np.inf
@@ -363,8 +370,8 @@ def missing_sets(ctx: LinkContext, cmp: Comparison, wa: np.ndarray, wd: np.ndarr
     n_a = cmp.a.shape[0]
     out_min, out_true = np.empty(n_a), np.empty(n_a)
     out_count, out_link = np.empty(n_a, np.int64), np.empty(n_a, np.int64)
-    for r0, r1 in _blocks(n_a):
-        _pair_best_kernel(cmp.a[r0:r1], cmp.b, cmp.tol, _NONE, -wa, -wd, ctx.truth[r0:r1],
+    for r0, r1 in pattern_blocks(n_a):
+        pair_best_kernel(cmp.a[r0:r1], cmp.b, cmp.tol, _NONE, -wa, -wd, ctx.truth[r0:r1],
                           ctx.seed, RTOL, out_min[r0:r1], out_count[r0:r1], out_true[r0:r1],
                           out_link[r0:r1], r0)
         if ctx.progress is not None:

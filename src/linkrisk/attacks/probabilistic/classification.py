@@ -31,7 +31,7 @@ import numpy as np
 from ...engine.nearest import NearestSets
 from ...errors import LinkriskError
 from ..base import LinkContext
-from .comparison import Comparison, _missing_scores, _true_patterns
+from .comparison import Comparison, missing_scores, true_patterns
 from .em import EMFit
 
 
@@ -199,7 +199,7 @@ def assignment_sets(ctx: LinkContext, cmp: Comparison, score: np.ndarray | None,
         wa, wd = weights
         ga, gd = grid_weights(wa, wd)
         for r0 in range(0, n_a, step):
-            cost[r0:r0 + step] = _missing_scores(ca[r0:r0 + step, None, :], cb_[None, :, :],
+            cost[r0:r0 + step] = missing_scores(ca[r0:r0 + step, None, :], cb_[None, :, :],
                                                  cmp.tol, ga, gd)
     else:
         for r0 in range(0, n_a, step):
@@ -216,14 +216,14 @@ def assignment_sets(ctx: LinkContext, cmp: Comparison, score: np.ndarray | None,
     ok = ctx.truth >= 0
     if weights is not None:
         va, vd = -weights[0], -weights[1]
-        mn[linked] = _missing_scores(cmp.a[linked], cmp.b[link[linked]], cmp.tol, va, vd)
-        ts[ok] = _missing_scores(cmp.a[ok], cmp.b[ctx.truth[ok]], cmp.tol, va, vd)
+        mn[linked] = missing_scores(cmp.a[linked], cmp.b[link[linked]], cmp.tol, va, vd)
+        ts[ok] = missing_scores(cmp.a[ok], cmp.b[ctx.truth[ok]], cmp.tol, va, vd)
         return NearestSets(mn, (link >= 0).astype(np.int64),
                            ok & (link == ctx.truth) & (link >= 0), ts, link)
     agree = np.abs(cmp.a[linked] - cmp.b[link[linked]]) <= tol
     mn[linked] = score[(agree.astype(np.int64) << np.arange(m)).sum(axis=1)]
     if ok.any():
         # the true partners' costs, from their agreement patterns (the matrix is permuted)
-        ts[ok] = score[_true_patterns(cmp, ctx.truth)[ok]]
+        ts[ok] = score[true_patterns(cmp, ctx.truth)[ok]]
     return NearestSets(mn, (link >= 0).astype(np.int64), ok & (link == ctx.truth) & (link >= 0),
                        ts, link)

@@ -10,8 +10,8 @@ index is γ_j.
 
 A comparison with a missing value (NaN on either side) is a third state: neither an
 agreement nor a disagreement, it weighs 0 (docs/methods.md, "Missing values"). The
-per-pair scores that honour it (:func:`_missing_scores`, :func:`_missing_score`) live
-here beside the plain pattern of a pair (:func:`_pattern`).
+per-pair scores that honour it (:func:`missing_scores`, :func:`missing_score`) live
+here beside the plain pattern of a pair (:func:`pair_pattern`).
 """
 
 from __future__ import annotations
@@ -119,11 +119,11 @@ def compare(ctx: LinkContext, q: int = 10, tol: Any = None) -> Comparison:
     return Comparison(a, b, tv, size, rule)
 
 
-def _stack(cmp: Comparison) -> np.ndarray:
+def stack_columns(cmp: Comparison) -> np.ndarray:
     return np.ascontiguousarray(np.vstack([cmp.a, cmp.b]).astype(np.int64))
 
 
-def _true_patterns(cmp: Comparison, truth: np.ndarray) -> np.ndarray:
+def true_patterns(cmp: Comparison, truth: np.ndarray) -> np.ndarray:
     """Agreement pattern of each true pair (0 where there is none)."""
     t = np.where(truth >= 0, truth, 0)
     d = np.abs(cmp.a - cmp.b[t])
@@ -132,7 +132,7 @@ def _true_patterns(cmp: Comparison, truth: np.ndarray) -> np.ndarray:
 
 
 @nb.njit(inline="always")
-def _pattern(a, b, i, k, tol):
+def pair_pattern(a, b, i, k, tol):
     p = 0
     for j in range(a.shape[1]):
         d = abs(a[i, j] - b[k, j])
@@ -146,12 +146,12 @@ def _pattern(a, b, i, k, tol):
 PAIR_PARTS = 20
 
 
-def _blocks(n: int) -> list[tuple[int, int]]:
+def pattern_blocks(n: int) -> list[tuple[int, int]]:
     step = max(1, -(-n // PAIR_PARTS))
     return [(r0, min(n, r0 + step)) for r0 in range(0, n, step)]
 
 
-def _missing_scores(a: np.ndarray, b: np.ndarray, tol: np.ndarray, va: np.ndarray,
+def missing_scores(a: np.ndarray, b: np.ndarray, tol: np.ndarray, va: np.ndarray,
                     vd: np.ndarray) -> np.ndarray:
     """The score of the pairs (a, b) (broadcast over the leading axes), a missing
     comparison adding 0, summed in attribute order (:func:`observed_table`'s bits)."""
@@ -166,7 +166,7 @@ def _missing_scores(a: np.ndarray, b: np.ndarray, tol: np.ndarray, va: np.ndarra
 
 
 @nb.njit(inline="always")
-def _missing_score(a, b, i, k, tol, va, vd):
+def missing_score(a, b, i, k, tol, va, vd):
     s = 0.0
     for j in range(a.shape[1]):
         x, y = a[i, j], b[k, j]

@@ -23,17 +23,17 @@ import numpy as np
 
 from ...engine.nearest import Progress
 from ...grouping import subset_walk
-from .comparison import Comparison, _blocks, _pattern, _stack
-from .walk import _COUNT, _run_walk
+from .comparison import Comparison, pair_pattern, pattern_blocks, stack_columns
+from .walk import COUNT, run_walk
 
 
-def _walk_cost(cmp: Comparison, m: int | None = None) -> float:
+def walk_cost(cmp: Comparison, m: int | None = None) -> float:
     """Rough cost of one subset walk (numpy steps over 2^m groupings of n+n' rows)."""
     m = cmp.a.shape[1] if m is None else m
     return 20.0 * (1 << m) * (cmp.a.shape[0] + cmp.b.shape[0])
 
 
-def _pair_cost(cmp: Comparison) -> float:
+def pair_cost(cmp: Comparison) -> float:
     """Rough cost of one compiled pass over all pairs."""
     return float(cmp.a.shape[0]) * cmp.b.shape[0] * cmp.a.shape[1]
 
@@ -57,21 +57,21 @@ def pattern_counts(cmp: Comparison, progress: Progress | None = None,
                    walk: str = "compiled") -> np.ndarray:
     """Number of (a, b) pairs showing each agreement pattern (int64, 2^m), exact.
     ``progress(done, n_a)`` is called per block of A on the pair path. ``walk``:
-    ``"compiled"`` (the pruned compiled walk, :func:`_walk_kernel`) or ``"numpy"`` (the
+    ``"compiled"`` (the pruned compiled walk, :func:`walk_kernel`) or ``"numpy"`` (the
     plain numpy subset walk over all rows, kept as the reference computation)."""
     m = cmp.a.shape[1]
     n_a = cmp.a.shape[0]
     if not cmp.coded:
-        return _pair_counts(cmp, progress)
+        return pair_counts(cmp, progress)
     if walk == "compiled":
-        if _compiled_walk_cost(cmp) > _pair_cost(cmp):
-            return _pair_counts(cmp, progress)
+        if _compiled_walk_cost(cmp) > pair_cost(cmp):
+            return pair_counts(cmp, progress)
         at_least = np.zeros(1 << m, np.int64)
-        _run_walk(_stack(cmp), cmp.size, n_a, _COUNT, at_least=at_least)
+        run_walk(stack_columns(cmp), cmp.size, n_a, COUNT, at_least=at_least)
         return superset_mobius(at_least, m)
-    if _walk_cost(cmp) > _pair_cost(cmp):
-        return _pair_counts(cmp, progress)
-    codes = _stack(cmp)
+    if walk_cost(cmp) > pair_cost(cmp):
+        return pair_counts(cmp, progress)
+    codes = stack_columns(cmp)
     at_least = np.zeros(1 << m, np.int64)
 
     def visit(s: int, ids: np.ndarray, g: int) -> None:
@@ -84,7 +84,7 @@ def pattern_counts(cmp: Comparison, progress: Progress | None = None,
 
 
 @nb.njit(parallel=True, cache=True)
-def _pair_counts_kernel(a, b, tol, n_pat, n_chunks):
+def pair_counts_kernel(a, b, tol, n_pat, n_chunks):
     """Pattern counts of every (a, b) pair: A's rows in ``n_chunks`` parallel chunks, each
     with its own histogram, summed."""
     n_a = a.shape[0]
@@ -93,28 +93,28 @@ def _pair_counts_kernel(a, b, tol, n_pat, n_chunks):
     for c in nb.prange(n_chunks):
         for i in range(c * step, min(n_a, (c + 1) * step)):
             for k in range(b.shape[0]):
-                hist[c, _pattern(a, b, i, k, tol)] += 1
+                hist[c, pair_pattern(a, b, i, k, tol)] += 1
     return hist.sum(axis=0)
 
 
-#: largest n_a·n_b whose pairs numpy bins instead of :func:`_pair_counts_kernel`: on small
+#: largest n_a·n_b whose pairs numpy bins instead of :func:`pair_counts_kernel`: on small
 #: problems that kernel's first-call compilation costs far more than the counting (issue
 #: 43); the counts are the same integers either way
 NUMPY_MAX_PAIRS = 1_500_000
 
 
-def _pair_counts(cmp: Comparison, progress: Progress | None = None) -> np.ndarray:
+def pair_counts(cmp: Comparison, progress: Progress | None = None) -> np.ndarray:
     """Pattern counts by comparing every pair (tolerance attributes, or when the walk would
     cost more), block by block of A (``progress(done, n_a)`` after each)."""
     m = cmp.a.shape[1]
     n_a = cmp.a.shape[0]
     with_numpy = n_a * cmp.b.shape[0] <= NUMPY_MAX_PAIRS
     total = np.zeros(1 << m, np.int64)
-    for r0, r1 in _blocks(n_a):
+    for r0, r1 in pattern_blocks(n_a):
         if with_numpy:
             total += _numpy_pair_counts(cmp.a[r0:r1], cmp.b, cmp.tol, 1 << m)
         else:
-            total += _pair_counts_kernel(cmp.a[r0:r1], cmp.b, cmp.tol, 1 << m,
+            total += pair_counts_kernel(cmp.a[r0:r1], cmp.b, cmp.tol, 1 << m,
                                          max(1, nb.get_num_threads() * 4))
         if progress is not None:
             progress(r1, n_a)
@@ -123,7 +123,7 @@ def _pair_counts(cmp: Comparison, progress: Progress | None = None) -> np.ndarra
 
 def _numpy_pair_counts(a: np.ndarray, b: np.ndarray, tol: np.ndarray, n_patterns: int
                        ) -> np.ndarray:
-    """:func:`_pair_counts_kernel`'s counts with numpy: the pattern of every pair built
+    """:func:`pair_counts_kernel`'s counts with numpy: the pattern of every pair built
     bit by bit with the same comparison (|a − b| ≤ tol, or equality where tol ≤ 0)."""
     pattern = np.zeros((a.shape[0], b.shape[0]), np.int64)
     for j in range(a.shape[1]):

@@ -33,7 +33,7 @@ from .classification import (
     pattern_table,
 )
 from .comparison import Comparison, compare
-from .counts import _pair_cost, _walk_cost, missing_pattern_counts, pattern_counts
+from .counts import missing_pattern_counts, pair_cost, pattern_counts, walk_cost
 from .em import EMFit, em, em_missing
 
 #: most attributes prl compares (2^m patterns)
@@ -53,7 +53,7 @@ def _path(cmp: Comparison, wa: np.ndarray, wd: np.ndarray, score: np.ndarray) ->
     if (gain <= window).any():
         return slow
     # two subset walks against one pass of the engine's kernel over all pairs
-    return "groups" if 2 * _walk_cost(cmp, int(gain.size)) < _pair_cost(cmp) else slow
+    return "groups" if 2 * walk_cost(cmp, int(gain.size)) < pair_cost(cmp) else slow
 
 
 def _fixed_p(value: Any, known: float) -> float | None:

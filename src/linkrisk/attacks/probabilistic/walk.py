@@ -20,14 +20,14 @@ those of the numpy walk; rows are kept in ascending order inside each group (a s
 counting sort per group), so a group's B members are in B order (the group's last rows).
 
 Pair counts: the subtrees of the two-attribute subsets are parallel tasks
-(:func:`_count_kernel`); a pair of a small group is counted once, under its exact pattern
+(:func:`count_kernel`); a pair of a small group is counted once, under its exact pattern
 on the later attributes, and these counts are spread over the subsets they imply by one
-superset sum (:func:`_fold_finished`). Candidate sets (:mod:`.candidates`): one walk. The
-minimum walk (parallel tasks too, ``_min_walk``) records every group it meets within the A
+superset sum (:func:`fold_finished`). Candidate sets (:mod:`.candidates`): one walk. The
+minimum walk (parallel tasks too, ``min_walk``) records every group it meets within the A
 row's current threshold, which bounds the final one from above: (a, S, number of B rows,
 the drawn B row). The events of the tied subsets, replayed in the walk's order
-(``_replay``), are the numpy walk's draws. The former second, collecting walk
-(:func:`_walk_kernel` with ``_COLLECT``) is kept as ``group_sets(walk="walks")``.
+(``replay_walk``), are the numpy walk's draws. The former second, collecting walk
+(:func:`walk_kernel` with ``COLLECT``) is kept as ``group_sets(walk="walks")``.
 """
 
 from __future__ import annotations
@@ -55,38 +55,38 @@ from ...engine.nearest.rules import splitmix
 # counting sort per group), so a group's B members are in B order (the group's last rows).
 # Pair counts: the subtrees of the two-attribute subsets are parallel tasks; a pair of a
 # small group is counted once, under its exact pattern on the later attributes, and these
-# counts are spread over the subsets they imply by one superset sum (_fold_finished).
-# Candidate sets: one walk. The minimum walk (parallel tasks too, _min_walk) records every
+# counts are spread over the subsets they imply by one superset sum (fold_finished).
+# Candidate sets: one walk. The minimum walk (parallel tasks too, min_walk) records every
 # group it meets within the A row's current threshold, which bounds the final one from
 # above: (a, S, number of B rows, the drawn B row). The events of the tied subsets, replayed
-# in the walk's order (_replay), are the numpy walk's draws. The former second, collecting
+# in the walk's order (replay_walk), are the numpy walk's draws. The former second, collecting
 # walk is kept as group_sets(walk="walks").
 
-_COUNT, _MIN, _COLLECT = 0, 1, 2
+COUNT, MIN, COLLECT = 0, 1, 2
 
 
 #: groups with at most this many (a, b) pairs are finished on the spot by comparing the pairs
 #: on the attributes left (pair counts; minimum with the events of the tied groups; not in
 #: the collecting walk of walk="walks", whose draws follow the walk)
-_SMALL = 64
-_SMALL_COUNT = _SMALL
-_SMALL_MIN = _SMALL
+SMALL = 64
+_SMALL_COUNT = SMALL
+SMALL_MIN = SMALL
 #: row numbers in the count walk (int64 from 2^31 rows)
 _ROWS = np.int32
 
 
-#: the subset walk's hash stream: splitmix(x, _WALK) = mix(x·φ + 0x632BE59BD9B4E019), the
+#: the subset walk's hash stream: splitmix(x, WALK) = mix(x·φ + 0x632BE59BD9B4E019), the
 #: engine's tie-breaking hash (:func:`~linkrisk.engine.nearest.rules.splitmix`) keyed by x
-_WALK = 0x632BE59BD9B4E019 - 1
+WALK = 0x632BE59BD9B4E019 - 1
 
 
 @nb.njit(cache=True)
 def _finish(grp, k, n_a, child, j, codes, score_k, rtol, fin, best, thr_of, mode, evs):
     """The whole subtree of ``child`` for one small group (``grp[:k]``, ascending): every
     (a, b) pair agrees on ``child`` and on a set M of the later attributes, so it adds one to
-    "agree on at least child ∪ T" for each non-empty T ⊆ M (``_COUNT``), and its best score
-    in the subtree is that of child ∪ M (``_MIN``, scores being monotone). With events on
-    (``_MIN``), a records the group of child ∪ M it would meet in the walk for each M
+    "agree on at least child ∪ T" for each non-empty T ⊆ M (``COUNT``), and its best score
+    in the subtree is that of child ∪ M (``MIN``, scores being monotone). With events on
+    (``MIN``), a records the group of child ∪ M it would meet in the walk for each M
     scoring within its threshold: the B rows agreeing with a on exactly M (when child ∪ M
     is tied at the end, no B row agrees on more: it would score below the minimum)."""
     m = codes.shape[1]
@@ -105,7 +105,7 @@ def _finish(grp, k, n_a, child, j, codes, score_k, rtol, fin, best, thr_of, mode
             for t in range(j + 1, m):
                 if codes[i, t] == codes[b, t]:
                     mask |= 1 << t
-            if mode == _COUNT:
+            if mode == COUNT:
                 if mask:
                     fin[(j << m) | child | mask] += 1
             else:
@@ -117,7 +117,7 @@ def _finish(grp, k, n_a, child, j, codes, score_k, rtol, fin, best, thr_of, mode
                     mk[nbr] = mask
                     bb[nbr] = b
                     nbr += 1
-        if mode != _COUNT and ev_on:
+        if mode != COUNT and ev_on:
             for y in range(nbr):
                 mask = mk[y]
                 if not score_k[child | mask] <= thr_of[i]:
@@ -131,11 +131,11 @@ def _finish(grp, k, n_a, child, j, codes, score_k, rtol, fin, best, thr_of, mode
                             break
                         c += 1
                 if not seen:
-                    pick = _draw(evs[2], i, child | mask, c)
+                    pick = walk_draw(evs[2], i, child | mask, c)
                     for z in range(y, nbr):
                         if mk[z] == mask:
                             if pick == 0:
-                                _event(evs, i, child | mask, c, bb[z] - n_a)
+                                walk_event(evs, i, child | mask, c, bb[z] - n_a)
                                 break
                             pick -= 1
 
@@ -151,15 +151,15 @@ def _lower(thr_of, i, t):
 
 
 @nb.njit(inline="always")
-def _draw(base, i, s, c):
+def walk_draw(base, i, s, c):
     """The numpy walk's pick among the c B rows of a's group on S (only the index; whether
     the group is kept is decided when a's tied groups are replayed in walk order)."""
-    h = splitmix(base[i] + np.uint64(s), _WALK)
-    return np.int64(splitmix(h, _WALK) % np.uint64(c))
+    h = splitmix(base[i] + np.uint64(s), WALK)
+    return np.int64(splitmix(h, WALK) % np.uint64(c))
 
 
 @nb.njit(inline="always")
-def _event(evs, i, s, c, b):
+def walk_event(evs, i, s, c, b):
     """Append (a, S, c, candidate link) to the growing event table ``evs[0][0]``."""
     ev, nev = evs[0], evs[1]
     e = nev[0]
@@ -177,7 +177,7 @@ def _event(evs, i, s, c, b):
 
 
 @nb.njit(cache=True)
-def _refine(rows, seg, codes, j, size_j, n_a, bound, thr_of, count_a, count_b, slot, values,
+def refine(rows, seg, codes, j, size_j, n_a, bound, thr_of, count_a, count_b, slot, values,
             small, kept, lim, mode, child, score_k, rtol, fin, best, rcodes, evs):
     """Split every group (``rows[seg[g]:seg[g+1]]``) by attribute ``j``, keeping the
     sub-groups with rows of both files, where an A row counts only if
@@ -185,7 +185,7 @@ def _refine(rows, seg, codes, j, size_j, n_a, bound, thr_of, count_a, count_b, s
     ``lim`` pairs are finished by :func:`_finish`. Returns (rows,
     segment starts with the end appended, Σ over all shared sub-groups of |A|·|B|).
     ``count_a``, ``count_b``, ``slot`` (−1), ``values``, ``small`` and ``kept`` are
-    scratch (:func:`_scratch`), left as they came."""
+    scratch (:func:`walk_scratch`), left as they came."""
     n = rows.size
     codes_j = codes[:, j]
     out = np.empty(n, rows.dtype)
@@ -304,7 +304,7 @@ def _reset(values, n_values, by_code, count_a, count_b, slot):
 
 @nb.njit(cache=True)
 def _leaf_pairs(rows, seg, codes, j, size_j, n_a, ca, cb):
-    """Σ |A|·|B| over the sub-groups of :func:`_refine` by the last attribute ``j`` (pair
+    """Σ |A|·|B| over the sub-groups of :func:`refine` by the last attribute ``j`` (pair
     counts), without building them: they have no children."""
     col = codes[:, j]
     pairs = 0
@@ -343,11 +343,11 @@ def _collect(s, rows, seg, n_a, sc, thr, base, count, link):
             if i >= n_a or not sc <= thr[i]:
                 continue
             count[i] += c
-            h = splitmix(base[i] + np.uint64(s), _WALK)
+            h = splitmix(base[i] + np.uint64(s), WALK)
             u = np.float64(h >> np.uint64(11)) * 2.0**-53
             if not u * np.float64(count[i]) < np.float64(c):
                 continue
-            pick = np.int64(splitmix(h, _WALK) % np.uint64(c))
+            pick = np.int64(splitmix(h, WALK) % np.uint64(c))
             for t in range(s0, s1):  # the pick-th B member in B order
                 if rows[t] >= n_a:
                     if pick == 0:
@@ -357,7 +357,7 @@ def _collect(s, rows, seg, n_a, sc, thr, base, count, link):
 
 
 @nb.njit(cache=True)
-def _scratch(codes, size):
+def walk_scratch(codes, size):
     big = 0
     for j in range(size.size):
         big = max(big, size[j])
@@ -367,17 +367,17 @@ def _scratch(codes, size):
 
 
 @nb.njit(cache=True)
-def _dfs(codes, size, n_a, mode, rows, seg, s, first, score_k, rtol, best, thr_of, thr,
-         base, count, link, at_least, fin, rcodes, evs, small_lim=_SMALL):
+def dfs(codes, size, n_a, mode, rows, seg, s, first, score_k, rtol, best, thr_of, thr,
+         base, count, link, at_least, fin, rcodes, evs, small_lim=SMALL):
     """The walk below the subset ``s`` (its rows and groups: ``rows``, ``seg``), children
-    from attribute ``first`` on, in depth-first order: ``_COUNT`` adds to ``at_least``
-    (pairs agreeing on at least S), ``_MIN`` lowers ``best`` to each A row's minimal score
+    from attribute ``first`` on, in depth-first order: ``COUNT`` adds to ``at_least``
+    (pairs agreeing on at least S), ``MIN`` lowers ``best`` to each A row's minimal score
     (and, with events on, records each group met within the row's current threshold: see
-    :func:`_replay`), ``_COLLECT`` accumulates the tied groups."""
+    :func:`replay_walk`), ``COLLECT`` accumulates the tied groups."""
     m = codes.shape[1]
-    ca, cb, pos, buf, small, ok = _scratch(codes, size)
+    ca, cb, pos, buf, small, ok = walk_scratch(codes, size)
     full = (1 << m) - 1
-    lim = small_lim if mode != _COLLECT else 0
+    lim = small_lim if mode != COLLECT else 0
     rows_l = [rows]
     seg_l = [seg]
     subset = np.zeros(m + 1, np.int64)
@@ -394,20 +394,20 @@ def _dfs(codes, size, n_a, mode, rows, seg, s, first, score_k, rtol, best, thr_o
             continue
         nxt[depth] = j + 1
         child = s | (1 << j)
-        bound = score_k[child | (full & ~((1 << (j + 1)) - 1))] if mode != _COUNT else 0.0
-        if j == m - 1 and mode == _COUNT:  # no children: count in place
+        bound = score_k[child | (full & ~((1 << (j + 1)) - 1))] if mode != COUNT else 0.0
+        if j == m - 1 and mode == COUNT:  # no children: count in place
             at_least[child] += _leaf_pairs(rows, seg, codes, j, size[j], n_a, ca, cb)
             continue
-        r2, s2, pairs = _refine(rows, seg, codes, j, size[j], n_a, bound, thr_of, ca, cb, pos,
+        r2, s2, pairs = refine(rows, seg, codes, j, size[j], n_a, bound, thr_of, ca, cb, pos,
                                 buf, small, ok, lim, mode, child, score_k, rtol, fin, best,
                                 rcodes, evs)
-        if mode == _COUNT:
+        if mode == COUNT:
             at_least[child] += pairs
         if r2.size == 0:
             continue  # nothing below: no pair agrees on this subset or any superset
-        if mode == _MIN:
-            _group_min(r2, s2, n_a, child, score_k[child], rtol, best, thr_of, evs)
-        elif mode == _COLLECT:
+        if mode == MIN:
+            group_min(r2, s2, n_a, child, score_k[child], rtol, best, thr_of, evs)
+        elif mode == COLLECT:
             _collect(child, r2, s2, n_a, score_k[child], thr, base, count, link)
         depth += 1
         if depth < len(rows_l):
@@ -421,7 +421,7 @@ def _dfs(codes, size, n_a, mode, rows, seg, s, first, score_k, rtol, best, thr_o
 
 
 @nb.njit(nogil=True, cache=True)
-def _group_min(rows, seg, n_a, s, sc, rtol, best, thr_of, evs):
+def group_min(rows, seg, n_a, s, sc, rtol, best, thr_of, evs):
     """The minimum walk at the subset S (score ``sc``) with its shared groups (``rows``,
     ``seg``): lower each A row's best score to sc, and (events on) record the group of each
     A row within its current threshold with its drawn B row."""
@@ -434,14 +434,14 @@ def _group_min(rows, seg, n_a, s, sc, rtol, best, thr_of, evs):
         for r in range(s0, s1 - c):
             i = rows[r]
             if ev_on and sc <= thr_of[i]:
-                _event(evs, i, s, c, rows[s1 - c + _draw(evs[2], i, s, c)] - n_a)
+                walk_event(evs, i, s, c, rows[s1 - c + walk_draw(evs[2], i, s, c)] - n_a)
             if sc < best[i]:
                 best[i] = sc
                 _lower(thr_of, i, sc + rtol * abs(sc))
 
 
 @nb.njit(nogil=True, cache=True)
-def _events(n, n_a, base):
+def walk_events(n, n_a, base):
     """An empty event table (events on when ``base`` is given) and its scratch."""
     on = base.size > 0
     return ([np.empty((max(1024, n_a // 16) if on else 0, 4), np.int64)], np.zeros(1, np.int64),
@@ -449,16 +449,16 @@ def _events(n, n_a, base):
 
 
 @nb.njit(cache=True)
-def _walk_kernel(codes, rcodes, size, n_a, mode, score_k, rtol, best, thr, base, count, link,
+def walk_kernel(codes, rcodes, size, n_a, mode, score_k, rtol, best, thr, base, count, link,
                  small_lim):
     """The sequential walk from the root (minimum and draws: their order matters).
-    The minimum walk of the candidate sets is :func:`_min_walk` (tasks, events); this one
-    (``_MIN`` without events, then ``_COLLECT``) is kept as ``group_sets(walk="walks")``."""
+    The minimum walk of the candidate sets is :func:`min_walk` (tasks, events); this one
+    (``MIN`` without events, then ``COLLECT``) is kept as ``group_sets(walk="walks")``."""
     n = codes.shape[0]
     rows = np.arange(n)
     seg = np.array([0, n], np.int64)
-    evs = _events(n, n_a, base[:0])
-    if mode == _MIN:
+    evs = walk_events(n, n_a, base[:0])
+    if mode == MIN:
         thr_of = np.full(n_a, np.inf)  # threshold of the best score so far
         for i in range(n_a):
             if score_k[0] < best[i]:
@@ -468,16 +468,16 @@ def _walk_kernel(codes, rcodes, size, n_a, mode, score_k, rtol, best, thr, base,
         thr_of = thr
         _collect(0, rows, seg, n_a, score_k[0], thr, base, count, link)
     i0 = np.empty(0, np.int64)
-    _dfs(codes, size, n_a, mode, rows, seg, 0, 0, score_k, rtol, best, thr_of, thr, base,
+    dfs(codes, size, n_a, mode, rows, seg, 0, 0, score_k, rtol, best, thr_of, thr, base,
          count, link, i0, i0, rcodes, evs, small_lim)
 
 
 @nb.njit(parallel=True, cache=True)
-def _count_kernel(codes, rcodes, size, n_a, tasks, at_least, fin, small_lim, rows):
+def count_kernel(codes, rcodes, size, n_a, tasks, at_least, fin, small_lim, rows):
     """Pair counts of "agree on at least S" for every S: the subsets of one or two
     attributes here, the subtree of each two-attribute subset {i, j} as one parallel task
     (the subtrees are disjoint, so are the entries they write). Pairs of small groups go to
-    ``fin`` (see :func:`_fold_finished`)."""
+    ``fin`` (see :func:`fold_finished`)."""
     n, m = codes.shape
     seg = np.array([0, n], np.int64)
     f = np.empty(0)
@@ -485,40 +485,40 @@ def _count_kernel(codes, rcodes, size, n_a, tasks, at_least, fin, small_lim, row
     evs = ([np.empty((0, 4), np.int64)], np.zeros(1, np.int64), np.empty(0, np.uint64), i0, i0)
     at_least[0] = n_a * (n - n_a)
     for t in nb.prange(tasks.shape[0] + m):
-        ca, cb, pos, buf, small, ok = _scratch(codes, size)
+        ca, cb, pos, buf, small, ok = walk_scratch(codes, size)
         if t >= tasks.shape[0]:  # a one-attribute subset
             j = t - tasks.shape[0]
-            _, _, pairs = _refine(rows, seg, codes, j, size[j], n_a, 0.0, f, ca, cb, pos, buf,
-                                  small, ok, 0, _COUNT, 1 << j, f, 0.0, fin, f, rcodes, evs)
+            _, _, pairs = refine(rows, seg, codes, j, size[j], n_a, 0.0, f, ca, cb, pos, buf,
+                                  small, ok, 0, COUNT, 1 << j, f, 0.0, fin, f, rcodes, evs)
             at_least[1 << j] = pairs
             continue
         i, j = tasks[t, 0], tasks[t, 1]
-        r1, s1, _ = _refine(rows, seg, codes, i, size[i], n_a, 0.0, f, ca, cb, pos, buf,
-                            small, ok, 0, _COUNT, 1 << i, f, 0.0, fin, f, rcodes, evs)
+        r1, s1, _ = refine(rows, seg, codes, i, size[i], n_a, 0.0, f, ca, cb, pos, buf,
+                            small, ok, 0, COUNT, 1 << i, f, 0.0, fin, f, rcodes, evs)
         child = (1 << i) | (1 << j)
-        r2, s2, pairs = _refine(r1, s1, codes, j, size[j], n_a, 0.0, f, ca, cb, pos, buf,
-                                small, ok, small_lim, _COUNT, child, f, 0.0, fin, f, rcodes, evs)
+        r2, s2, pairs = refine(r1, s1, codes, j, size[j], n_a, 0.0, f, ca, cb, pos, buf,
+                                small, ok, small_lim, COUNT, child, f, 0.0, fin, f, rcodes, evs)
         at_least[child] += pairs
         if r2.size > 0:
-            _dfs(codes, size, n_a, _COUNT, r2, s2, child, j + 1, f, 0.0, f, f, f,
+            dfs(codes, size, n_a, COUNT, r2, s2, child, j + 1, f, 0.0, f, f, f,
                  np.empty(0, np.uint64), i0, i0, at_least, fin, rcodes, evs, small_lim)
 
 
-def _run_walk(codes: np.ndarray, size: np.ndarray, n_a: int, mode: int,
+def run_walk(codes: np.ndarray, size: np.ndarray, n_a: int, mode: int,
               score_k: np.ndarray | None = None, best: np.ndarray | None = None,
               thr: np.ndarray | None = None, base: np.ndarray | None = None,
               count: np.ndarray | None = None, link: np.ndarray | None = None,
               at_least: np.ndarray | None = None, small_lim: int | None = None
               ) -> None:
-    """The compiled walk (:func:`_count_kernel`, :func:`_walk_kernel`); codes are stored
+    """The compiled walk (:func:`count_kernel`, :func:`walk_kernel`); codes are stored
     column by column (for the refinements) and row by row (for the small groups) in the
     narrowest unsigned type that holds them. ``small_lim``: most pairs of a group finished
-    pair by pair (default ``_SMALL_COUNT`` / ``_SMALL_MIN``; 0 refines every group; tests)."""
+    pair by pair (default ``_SMALL_COUNT`` / ``SMALL_MIN``; 0 refines every group; tests)."""
     n, m = codes.shape
     if n_a == 0 or n_a == n:
         return
     size = np.ascontiguousarray(size, dtype=np.int64)
-    if mode == _COUNT:
+    if mode == COUNT:
         # Pair counts do not depend on the order of the attributes, the walk's cost does:
         # a subset is refined from its parent (itself without its last attribute), and the
         # first attributes are in the parents of most subsets, so the walk takes them from
@@ -535,32 +535,32 @@ def _run_walk(codes: np.ndarray, size: np.ndarray, n_a: int, mode: int,
             orig |= ((sub >> k) & 1) << int(order[k])
         at_least[orig] = walked
         return
-    codes, rcodes, size = _narrow(codes, size)
+    codes, rcodes, size = narrow_rows(codes, size)
     f, i, u = np.empty(0), np.empty(0, np.int64), np.empty(0, np.uint64)
-    _walk_kernel(codes, rcodes, size, n_a, mode, score_k, RTOL, f if best is None else best,
+    walk_kernel(codes, rcodes, size, n_a, mode, score_k, RTOL, f if best is None else best,
                  f if thr is None else thr, u if base is None else base,
                  i if count is None else count, i if link is None else link,
-                 _SMALL_MIN if small_lim is None else small_lim)
+                 SMALL_MIN if small_lim is None else small_lim)
 
 
 def _count_walk(codes: np.ndarray, size: np.ndarray, n_a: int, at_least: np.ndarray,
                 small_lim: int | None) -> None:
     """Pair counts of "agree on at least S" by the compiled walk, attributes in the given
-    order (:func:`_count_kernel`, :func:`_fold_finished`)."""
+    order (:func:`count_kernel`, :func:`fold_finished`)."""
     n, m = codes.shape
-    codes, rcodes, size = _narrow(codes, size)
+    codes, rcodes, size = narrow_rows(codes, size)
     pairs = [(i, j) for i in range(m) for j in range(i + 1, m)]
     # largest subtrees first, so that the parallel tasks finish together
     pairs.sort(key=lambda t: t[1])
     tasks = np.array(pairs, np.int64).reshape(-1, 2)
     fin = np.zeros(m << m, np.int64)
-    _count_kernel(codes, rcodes, size, n_a, tasks, at_least, fin,
+    count_kernel(codes, rcodes, size, n_a, tasks, at_least, fin,
                   _SMALL_COUNT if small_lim is None else small_lim,
                   np.arange(n, dtype=_ROWS if n < 2**31 else np.int64))
-    _fold_finished(fin, at_least, m)
+    fold_finished(fin, at_least, m)
 
 
-def _narrow(codes: np.ndarray, size: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def narrow_rows(codes: np.ndarray, size: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(column-major codes, row-major codes, sizes) in the narrowest unsigned type."""
     size = np.ascontiguousarray(size, dtype=np.int64)
     top = int(size.max(initial=1))
@@ -569,7 +569,7 @@ def _narrow(codes: np.ndarray, size: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return codes, np.ascontiguousarray(codes), size
 
 
-def _fold_finished(fin: np.ndarray, at_least: np.ndarray, m: int) -> None:
+def fold_finished(fin: np.ndarray, at_least: np.ndarray, m: int) -> None:
     """Add the pairs finished in small groups to ``at_least``. ``fin[j·2^m + X]`` counts
     the pairs finished below a subset C whose last attribute is j, agreeing on X = C ∪ M with
     M the set of later attributes (> j) they agree on; such a pair agrees on at least C ∪ T
