@@ -368,21 +368,12 @@ def assess(
     keys leave the QIs (docs/methods.md, "Blocking"); the report names them."""
     t0 = time.perf_counter()
     if synthetic:
-        from .synthetic import synthetic_risk
-
-        sens = [sensitive] if isinstance(sensitive, str) else sensitive
-        return synthetic_risk(original, masked, holdout, qi=None if qi is None else (
-            [qi] if isinstance(qi, str) else list(qi)), sensitive=sens,
-            seed=0 if seed is None else int(seed), max_risk=max_risk)  # type: ignore[return-value]
+        return _synthetic(original, masked, holdout, qi, sensitive, seed,  # type: ignore[return-value]
+                          max_risk)
     if holdout is not None:
         raise LinkriskError("a holdout file is for synthetic releases: pass synthetic=True")
     given = parse_scenarios(user_scenarios)
-    if max_risk is not None and not (isinstance(max_risk, (int, float))
-                                     and 0 < float(max_risk) <= 100):
-        raise LinkriskError(f"max_risk must be a percentage in (0, 100], got {max_risk!r}")
-    if rank_swap_p is not None and not (isinstance(rank_swap_p, (int, float))
-                                        and 0 < float(rank_swap_p) <= 100):
-        raise LinkriskError(f"rank_swap_p must be in (0, 100], got {rank_swap_p}")
+    _check_percentages(max_risk, rank_swap_p)
     explicit = not (isinstance(attacks, str) and attacks == "all")
     names = resolve_methods(attacks) if explicit else []
     st = resolve_settings(settings, qi=qi, ids=ids, kinds=kinds,
@@ -393,55 +384,13 @@ def assess(
                             "(direction original->masked); use linkrisk.attack for the "
                             "other direction")
     ids = None if st.ids is None else list(st.ids)
-    sens = [] if not sensitive else [sensitive] if isinstance(sensitive, str) else list(sensitive)
-    both = [c for c in sens if st.qi is not None and c in st.qi]
-    if both:
-        raise LinkriskError(f"{both[0]!r} is both a QI and a sensitive column: the attacker "
-                            "infers a sensitive value, so it cannot know it")
-    for c in sens:
-        for what, df in (("original", original), ("released", masked)):
-            if c not in df.columns:
-                raise LinkriskError(f"sensitive column {c!r} is not in the {what} file")
-    # the attacker does not know the sensitive values: they are left out of the linkage
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", LinkriskWarning)
-        ctx, direction = make_context(original.drop(columns=sens) if sens else original,
-                                      masked.drop(columns=sens) if sens else masked,
-                                      settings=st)
-    warned = [str(w.message) for w in caught if issubclass(w.category, LinkriskWarning)]
-    for w in caught:
-        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    sens = _sensitive_columns(sensitive, st, original, masked)
+    ctx, direction, warned = _linkage_context(original, masked, sens, st)
     if not explicit:
         names = default_attacks(ctx.kinds, rank_swap_p)
-    params = {k: dict(v) for k, v in (params or {}).items()}
-    unknown = [k for k in params if k not in names]
-    if unknown:
-        raise LinkriskError(f"parameters given for {unknown[0]!r}, which is not among the "
-                            f"attacks run ({', '.join(names)})")
-    for rs in ("rsrl", "rsrl_union"):
-        if rs in names and "p" not in params.get(rs, {}):
-            if rank_swap_p is None:
-                raise LinkriskError(f"{rs} needs the swapping parameter: pass rank_swap_p "
-                                    "(--rank-swap-p) or p in its parameters")
-            params.setdefault(rs, {})["p"] = float(rank_swap_p)
-    if "gdbrl" in names and "metric" not in params.get("gdbrl", {}):
-        params.setdefault("gdbrl", {})["metric"] = _global_metric(ctx.kinds)
-
+    params = _attack_params(names, params, rank_swap_p, ctx)
     # every attack's applicability is checked before any runs
-    skipped: dict[str, str] = {}
-    for name in names:
-        why = why_not(ctx, name, params.get(name))
-        if why is None and name == "gdbrl" and not explicit:
-            if ctx.n_a != ctx.n_b:
-                why = (f"files of unequal size ({ctx.n_a:,} and {ctx.n_b:,}): the global "
-                       "attack would pad the smaller one; ask for it by name to run it")
-            elif ctx.n_a > global_max_n:
-                why = (f"files above {global_max_n:,} records (the global attack takes "
-                       "minutes there); ask for it by name (--method gdbrl) to run it")
-        if why is not None:
-            if explicit:
-                raise LinkriskError(f"{name} cannot run on these files: {why}")
-            skipped[name] = why
+    skipped = _skipped(ctx, names, params, explicit, global_max_n)
     runnable = [n for n in names if n not in skipped]
 
     results, failed = run_attacks(ctx, runnable, params, progress_for=progress)
@@ -463,18 +412,9 @@ def assess(
     t_ab = np.asarray(ctx.truth)
     unchanged = unchanged_qis(original.reset_index(drop=True), masked.reset_index(drop=True),
                               ctx.qi, t_ab)
-    dropped: list[str] = []
-    if st.qi is None:
-        only_a, only_b, _ = unmatched_columns(original, masked, ids or [])
-        dropped = only_a + only_b
-    settings = {"qi": list(ctx.qi), "kinds": dict(ctx.kinds), "direction": direction,
-                "n_attacker": ctx.n_a, "n_released": ctx.n_b,
-                "truth": truth_description(ctx, ids),
-                "attacks": names, "params": params, "rank_swap_p": rank_swap_p,
-                "memory_budget": int(ctx.memory_budget), "seed": int(ctx.seed),
-                "max_risk": None if max_risk is None else float(max_risk),
-                "block": None if st.block is None else list(st.block),
-                "linkrisk": _version(), "date": _dt.datetime.now().isoformat(timespec="seconds")}
+    dropped = [] if st.qi is not None else sum(
+        unmatched_columns(original, masked, ids or [])[:2], [])
+    settings = _settings_record(ctx, st, direction, ids, names, params, rank_swap_p, max_risk)
     freq = _frequency(masked, ctx, weights, household, suda_max_size, records, notes)
     if freq is not None:
         settings.update(weights=weights, household=household)
@@ -495,6 +435,112 @@ def assess(
                       attribute=_attribute(original, masked, results, sensitive, kinds_used(ctx)),
                       linkability=_linkability(original, masked, ctx.qi, int(ctx.seed))
                       if linkability else None)
+
+
+def _synthetic(original: pd.DataFrame, masked: pd.DataFrame, holdout: Any, qi: Any,
+               sensitive: Any, seed: int | None, max_risk: float | None) -> Any:
+    """``assess(synthetic=True)``: the synthetic-data risk of the release."""
+    from .synthetic import synthetic_risk
+
+    sens = [sensitive] if isinstance(sensitive, str) else sensitive
+    return synthetic_risk(original, masked, holdout, qi=None if qi is None else (
+        [qi] if isinstance(qi, str) else list(qi)), sensitive=sens,
+        seed=0 if seed is None else int(seed), max_risk=max_risk)
+
+
+def _settings_record(ctx: Any, st: Any, direction: str, ids: list[str] | None,
+                     names: list[str], params: dict[str, dict[str, Any]],
+                     rank_swap_p: float | None, max_risk: float | None) -> dict[str, Any]:
+    """The settings an assessment records (report, JSON, reproduction)."""
+    return {"qi": list(ctx.qi), "kinds": dict(ctx.kinds), "direction": direction,
+            "n_attacker": ctx.n_a, "n_released": ctx.n_b,
+            "truth": truth_description(ctx, ids),
+            "attacks": names, "params": params, "rank_swap_p": rank_swap_p,
+            "memory_budget": int(ctx.memory_budget), "seed": int(ctx.seed),
+            "max_risk": None if max_risk is None else float(max_risk),
+            "block": None if st.block is None else list(st.block),
+            "linkrisk": _version(), "date": _dt.datetime.now().isoformat(timespec="seconds")}
+
+
+def _check_percentages(max_risk: Any, rank_swap_p: Any) -> None:
+    """``max_risk`` and ``rank_swap_p`` are percentages in (0, 100] when given."""
+    if max_risk is not None and not (isinstance(max_risk, (int, float))
+                                     and 0 < float(max_risk) <= 100):
+        raise LinkriskError(f"max_risk must be a percentage in (0, 100], got {max_risk!r}")
+    if rank_swap_p is not None and not (isinstance(rank_swap_p, (int, float))
+                                        and 0 < float(rank_swap_p) <= 100):
+        raise LinkriskError(f"rank_swap_p must be in (0, 100], got {rank_swap_p}")
+
+
+def _sensitive_columns(sensitive: str | Sequence[str] | None, st: Any,
+                       original: pd.DataFrame, masked: pd.DataFrame) -> list[str]:
+    """The sensitive columns: in both files and not QIs (the attacker infers them)."""
+    sens = [] if not sensitive else [sensitive] if isinstance(sensitive, str) else list(sensitive)
+    both = [c for c in sens if st.qi is not None and c in st.qi]
+    if both:
+        raise LinkriskError(f"{both[0]!r} is both a QI and a sensitive column: the attacker "
+                            "infers a sensitive value, so it cannot know it")
+    for c in sens:
+        for what, df in (("original", original), ("released", masked)):
+            if c not in df.columns:
+                raise LinkriskError(f"sensitive column {c!r} is not in the {what} file")
+    return sens
+
+
+def _linkage_context(original: pd.DataFrame, masked: pd.DataFrame, sens: list[str],
+                     st: Any) -> tuple[Any, str, list[str]]:
+    """The linkage context without the sensitive columns (the attacker does not know
+    them), its direction, and the linkrisk warnings it raised (re-emitted)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", LinkriskWarning)
+        ctx, direction = make_context(original.drop(columns=sens) if sens else original,
+                                      masked.drop(columns=sens) if sens else masked,
+                                      settings=st)
+    warned = [str(w.message) for w in caught if issubclass(w.category, LinkriskWarning)]
+    for w in caught:
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return ctx, direction, warned
+
+
+def _attack_params(names: list[str], params: Any, rank_swap_p: float | None,
+                   ctx: Any) -> dict[str, dict[str, Any]]:
+    """Each attack's parameters: only for attacks run, rsrl's p from ``rank_swap_p``,
+    gdbrl's metric from the QIs' kinds."""
+    params = {k: dict(v) for k, v in (params or {}).items()}
+    unknown = [k for k in params if k not in names]
+    if unknown:
+        raise LinkriskError(f"parameters given for {unknown[0]!r}, which is not among the "
+                            f"attacks run ({', '.join(names)})")
+    for rs in ("rsrl", "rsrl_union"):
+        if rs in names and "p" not in params.get(rs, {}):
+            if rank_swap_p is None:
+                raise LinkriskError(f"{rs} needs the swapping parameter: pass rank_swap_p "
+                                    "(--rank-swap-p) or p in its parameters")
+            params.setdefault(rs, {})["p"] = float(rank_swap_p)
+    if "gdbrl" in names and "metric" not in params.get("gdbrl", {}):
+        params.setdefault("gdbrl", {})["metric"] = _global_metric(ctx.kinds)
+    return params
+
+
+def _skipped(ctx: Any, names: list[str], params: dict[str, dict[str, Any]], explicit: bool,
+             global_max_n: int) -> dict[str, str]:
+    """``{attack: why}`` for the attacks that cannot run (an explicitly named one that
+    cannot is an error); the default gdbrl is left out on unequal or large files."""
+    skipped: dict[str, str] = {}
+    for name in names:
+        why = why_not(ctx, name, params.get(name))
+        if why is None and name == "gdbrl" and not explicit:
+            if ctx.n_a != ctx.n_b:
+                why = (f"files of unequal size ({ctx.n_a:,} and {ctx.n_b:,}): the global "
+                       "attack would pad the smaller one; ask for it by name to run it")
+            elif ctx.n_a > global_max_n:
+                why = (f"files above {global_max_n:,} records (the global attack takes "
+                       "minutes there); ask for it by name (--method gdbrl) to run it")
+        if why is not None:
+            if explicit:
+                raise LinkriskError(f"{name} cannot run on these files: {why}")
+            skipped[name] = why
+    return skipped
 
 
 def _linkability(original: pd.DataFrame, masked: pd.DataFrame, qi: Sequence[str],

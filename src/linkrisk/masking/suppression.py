@@ -121,7 +121,12 @@ def _pass(mat: np.ndarray, table0: np.ndarray, row_of: np.ndarray, count0: np.nd
     missing values a complete pattern at distance 1 differing on key j exists exactly when
     the complete patterns agreeing with it on every key but j hold more records than its own
     pattern (counts kept per projection); then only the patterns with missing values are
-    scanned. Otherwise every pattern is scanned."""
+    scanned. Otherwise every pattern is scanned.
+
+    Kept as one compiled loop (issue 42's exception for kernels): each suppression moves a
+    record to another table row and updates the pattern counts and projection counts that
+    the next record's scan reads, so the steps share that state in place; it has not yet
+    been split into compiled helpers and measured, which is the way to shorten it."""
     n, m = mat.shape
     p0 = table0.shape[0]
     cap = p0 + problems.shape[0]
