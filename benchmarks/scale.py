@@ -151,7 +151,7 @@ def _warm_up(what: str, x, y) -> None:
         ctx = make_context(x, y)[0]
         P.run_prl(ctx, path="groups")
         cmp = P.compare(ctx)  # the parallel pair-count walk (500 rows count pairs directly)
-        P._run_walk(P._stack(cmp), cmp.size, ctx.n_a, P._COUNT,
+        P.run_walk(P.stack_columns(cmp), cmp.size, ctx.n_a, P.COUNT,
                     at_least=np.zeros(1 << cmp.a.shape[1], np.int64))
 
 
