@@ -79,3 +79,55 @@ def test_cancel_running_kills_and_removes(tmp_path):
         assert second.state == "done"  # the queue goes on with a fresh worker
     finally:
         m.shutdown()
+
+
+def test_cancelled_only_once_cleaned_and_kill_is_idempotent(tmp_path, monkeypatch):
+    """A page polls from another thread while a cancel runs: it must not read "cancelled"
+    while the job's folder still exists (CI caught that race), and the job loop killing the
+    same worker at the same time (its pipe closed) must not fail the cancel."""
+    import threading
+
+    from linkrisk.app import jobs as jobs_mod
+
+    m = JobManager(max_jobs=1, warm=False)
+    try:
+        m.start()
+        load = m.submit("s", "load", {"spec": "census", "label": "census", "kind": "dataset"},
+                        tmp_path / "census")
+        _wait(m, load)
+        job = m.submit("s", "choose", {"original": load.result["pickle"], "replications": 5,
+                                       "methods": ["rank_swap:p=2,5,10,15,20"]},
+                       tmp_path / "job")
+        t0 = time.monotonic()
+        while job.state != "running" and time.monotonic() - t0 < 60:
+            time.sleep(0.01)
+        assert job.state == "running"
+        (tmp_path / "job" / "partial.csv").write_text("x")
+        worker = job.worker
+        real = jobs_mod._Worker._kill
+        entered = threading.Event()
+
+        def slow_kill(self):
+            entered.set()
+            time.sleep(0.5)  # a worker slow to die under load
+            real(self)
+
+        monkeypatch.setattr(jobs_mod._Worker, "_kill", slow_kill)
+        t = threading.Thread(target=m.cancel, args=(job,))
+        t.start()
+        assert entered.wait(10)
+        seen = []
+        while t.is_alive():
+            state = m.view(job)["state"]
+            seen.append((state, (tmp_path / "job").exists()))
+            worker.kill()  # the job loop meanwhile: waits for the first kill, closes nothing
+            time.sleep(0.02)
+        t.join()
+        assert all(not (s == "cancelled" and exists) for s, exists in seen), seen
+        assert ("running", True) in seen
+        assert job.state == "cancelled" and not (tmp_path / "job").exists()
+        assert not worker.proc.is_alive()
+        m.cancel(job)  # a second cancel is a no-op
+        assert job.state == "cancelled"
+    finally:
+        m.shutdown()

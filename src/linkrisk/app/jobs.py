@@ -86,8 +86,20 @@ class _Worker:
         self.proc.start()
         child.close()
         self.ready = False
+        self._kill_lock = threading.Lock()
+        self._killed = False
 
     def kill(self) -> None:
+        """Stop the worker and its process group. Idempotent and thread-safe: a cancel (web
+        thread) and the job loop (which sees the pipe close) may both call it, and closing
+        the pipe twice would close a file descriptor that another object may already reuse."""
+        with self._kill_lock:
+            if self._killed:
+                return
+            self._killed = True
+            self._kill()
+
+    def _kill(self) -> None:
         pid = self.proc.pid
         if pid is not None and self.proc.is_alive():
             for sig in (signal.SIGTERM, signal.SIGKILL):
@@ -105,7 +117,10 @@ class _Worker:
             os.killpg(pid, signal.SIGKILL)  # children the job started
         except (TypeError, OSError):
             pass
-        self.conn.close()
+        try:
+            self.conn.close()
+        except OSError:
+            pass
 
 
 @dataclass
@@ -124,6 +139,7 @@ class Job:
     started: float | None = None
     finished: float | None = None
     worker: _Worker | None = None
+    cancelling: bool = False  # a cancel is killing the worker and removing the folder
 
     def public(self, position: int | None = None) -> dict[str, Any]:
         now = time.time()
@@ -187,21 +203,28 @@ class JobManager:
         return [j for j in list(self.jobs.values()) if j.session == session]
 
     def cancel(self, job: Job) -> None:
+        """Stop a queued or running job and remove its folder. The job reads "cancelled"
+        only once its worker is dead and its folder is gone, so a page that sees the state
+        never finds a partial file; until then it still reads "running" (or "queued")."""
         with self._lock:
+            if job.cancelling or job.state not in ("queued", "running"):
+                return
+            job.cancelling = True
             if job.state == "queued":
                 self._queue.remove(job.id)
-            elif job.state != "running":
-                return
-            job.state = "cancelled"
-            job.finished = time.time()
             worker, job.worker = job.worker, None
             if worker is not None:
                 self._drop(worker)
-        if worker is not None:
-            worker.kill()
-        shutil.rmtree(job.out, ignore_errors=True)
-        log.info("job %s (%s) cancelled", job.id, job.kind)
-        self._wake()
+        try:
+            if worker is not None:
+                worker.kill()
+        finally:
+            shutil.rmtree(job.out, ignore_errors=True)
+            with self._lock:
+                job.state = "cancelled"
+                job.finished = time.time()
+            log.info("job %s (%s) cancelled", job.id, job.kind)
+            self._wake()
 
     def shutdown(self) -> None:
         self._stop.set()
@@ -263,7 +286,7 @@ class JobManager:
     def _finish(self, job: Job, state: str, result: Any = None, error: str | None = None,
                 dead: bool = False) -> None:
         with self._lock:
-            if job.state != "running":
+            if job.state != "running" or job.cancelling:
                 return
             job.state = state
             job.result = result

@@ -36,6 +36,7 @@ from urllib.parse import quote, unquote
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import (
     FileResponse,
@@ -565,7 +566,8 @@ async def job_view(request: Request) -> Response:
 
 async def job_cancel(request: Request) -> Response:
     st, s, job = _job(request)
-    st.jobs.cancel(job)
+    # killing a worker can take seconds: off the event loop, so other pages stay served
+    await run_in_threadpool(st.jobs.cancel, job)
     return JSONResponse(st.jobs.view(job))
 
 
