@@ -1,11 +1,14 @@
-"""The registries of attacks and masking methods: one contract for both (typed parameter
-declarations, one validation place, correct attribute kinds, docs/methods.md generated
-from them), then the mask() contract shared by every masking method (registry, columns,
+"""The registries of attacks and masking methods: the attack order stated in
+attacks/registry.py (ATTACK_MODULES, not the order Python imports the modules), one
+contract for both (typed parameter declarations, one validation place, correct attribute
+kinds, docs/methods.md generated from them), then the mask() contract shared by every masking method (registry, columns,
 seeds, pass-through, parameter checking and the common validation errors)."""
 
 import importlib.util
 import inspect
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -15,12 +18,54 @@ from typer.testing import CliRunner
 
 from linkrisk import catalog
 from linkrisk.attacks import ATTACKS, attack, attack_params
-from linkrisk.attacks.base import attacks_for
+from linkrisk.attacks.base import attacks_for, register
+from linkrisk.attacks.registry import ATTACK_MODULES, order_attacks
 from linkrisk.cli import app
 from linkrisk.errors import LinkriskError
 from linkrisk.masking import CATEGORICAL_METHODS, METHODS, NUMERIC_METHODS, mask, method_params
 from linkrisk.params import Param, coerce_params
 from tests.conftest import continuous
+
+#: the order ``linkrisk methods`` and ``-m all`` show (dbrl and its variants first)
+ORDER = ["dbrl", "dbrl_l1", "dbrl2", "mahalanobis", "mahalanobis0", "kernel", "dbrl_mixed",
+         "dbrl_hamming", "gdbrl", "prl", "rbrl_sum", "rbrl_max", "rsrl", "rsrl_union"]
+
+
+@pytest.fixture
+def saved_registry():
+    saved = dict(ATTACKS)
+    yield
+    ATTACKS.clear()
+    ATTACKS.update(saved)
+
+
+def test_registry_order_is_the_documented_one():
+    assert list(ATTACKS) == ORDER
+
+
+@pytest.mark.parametrize("first", ["rankswap", "rank", "probabilistic", "globalmatch"])
+def test_order_does_not_depend_on_which_module_is_imported_first(first):
+    code = (f"import linkrisk.attacks.{first}\n"
+            "from linkrisk.attacks import ATTACKS\nprint(','.join(ATTACKS))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    assert out.split(",") == ORDER
+
+
+def test_order_follows_attack_modules(saved_registry):
+    order_attacks(ATTACK_MODULES[::-1])
+    modules = [spec.run.__module__.split(".")[2] for spec in ATTACKS.values()]
+    assert modules == sorted(modules, key=["rankswap", "rank", "probabilistic",
+                                           "globalmatch", "distance"].index)
+    order_attacks()
+    assert list(ATTACKS) == ORDER
+
+
+def test_an_attack_of_an_unlisted_module_is_refused(saved_registry):
+    register("unlisted_attack", "a test attack")(lambda ctx: None)
+    with pytest.raises(RuntimeError, match="not in linkrisk.attacks.registry.ATTACK_MODULES"):
+        order_attacks()
+
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "methods.md"
