@@ -14,7 +14,8 @@ from linkrisk.attacks import ATTACKS, make_context
 from linkrisk.engine.nearest import nearest_sets, standardize
 from linkrisk.errors import LinkriskError
 
-#: attacks whose blocking is tested on numeric files (prl: see test_prl_blocking)
+#: attacks whose blocking is tested on numeric files (prl's EM fits the same-block pairs,
+#: so separated blocks change it: tests/attacks/probabilistic/test_blocked.py)
 NUMERIC = [m for m, s in ATTACKS.items() if "numeric" in s.kinds and m != "prl"]
 
 
@@ -192,7 +193,14 @@ def test_assess_blocks_every_attack_and_names_the_keys():
     assert res.results["dbrl"].extra["blocks"] == 4
 
 
-def test_prl_refused_with_blocking():
-    a, b = _separated(n=60)
-    with pytest.raises(LinkriskError, match="prl cannot run.*blocking"):
-        _run(a, b, "prl", block="g")
+def test_prl_runs_with_blocking():
+    """prl links within blocks (tests/attacks/probabilistic/test_blocked.py checks it
+    against a brute force): every link in the record's block, method="all" runs it."""
+    a, b = _integer_files(200, 5, 4)
+    res = _run(a, b, "prl", block="g")
+    link = res.per_record["link"].to_numpy()
+    ok = link >= 0
+    np.testing.assert_array_equal(a["g"].to_numpy()[ok], b["g"].to_numpy()[link[ok]])
+    assert res.extra["pairs"] < len(a) * len(b)
+    every = _run(a, b, "all", block="g")
+    assert "prl" in every and "prl" not in every.skipped

@@ -106,8 +106,6 @@ def why_not(ctx: LinkContext, method: str, params: Mapping[str, Any] | None = No
                 f"{'/'.join(bad_kind)}"
                 f"{' (categorical)' if 'numeric' not in bad_kind else ''} "
                 "(change with --kinds or --qi)")
-    if method == "prl" and ctx.blocks is not None:
-        return "does not take blocking yet (docs/methods.md, Blocking); run it without --block"
     if method in ("dbrl2", "mahalanobis") and int((ctx.truth >= 0).sum()) < 2:
         return "estimates statistics over the true pairs and needs at least 2 of them"
     accepted = attack_params(method)

@@ -109,7 +109,9 @@ def _window_sets(x, y, ia, ib, start, end, truth, rid, code, degree, kxx, kyy, t
             cand, score, size, truth[p], rtol, seed, rid[p])
 
 
-def _empty(n: int) -> NearestSets:
+def empty_sets(n: int) -> NearestSets:
+    """The sets of ``n`` rows compared with nothing (count 0, link −1, scores ∞), to be
+    filled block by block."""
     return NearestSets(np.full(n, np.inf), np.zeros(n, np.int64), np.zeros(n, bool),
                        np.full(n, np.inf), np.full(n, -1, np.int64))
 
@@ -178,7 +180,7 @@ def blocked_nearest_sets(
     t = np.full(n_a, -1, np.int64) if truth is None else np.asarray(truth, np.int64)
     truth = np.where(blocks.linkable(t, rid), t, -1)
     pw = Pairwise.build(a, b, metric, degree=degree, tables=tables, transpose=False)
-    out = _empty(n_a)
+    out = empty_sets(n_a)
     groups = blocks.groups(rid)
     small = [g for g in groups if g[1].size <= cap]
     large = [g for g in groups if g[1].size > cap]
@@ -198,11 +200,11 @@ def blocked_nearest_sets(
                     progress(done + sum(r.count.size for r in res), n_a)
             return res
     for (ia, ib), res in zip(large, run(problems), strict=True):
-        _place(out, res, ia, ib)
+        place_block(out, res, ia, ib)
     return out
 
 
-def _place(out: NearestSets, res: NearestSets, ia: np.ndarray, ib: np.ndarray) -> None:
+def place_block(out: NearestSets, res: NearestSets, ia: np.ndarray, ib: np.ndarray) -> None:
     """A block's result (rows ``ia``, links into ``ib``) written into ``out``."""
     out.min_score[ia], out.count[ia], out.true_in_set[ia] = (res.min_score, res.count,
                                                               res.true_in_set)
@@ -214,7 +216,7 @@ def blocked_missing_sets(obs_a: np.ndarray, obs_b: np.ndarray, build: Build, blo
                          *, truth: np.ndarray, **kw: Any) -> NearestSets:
     """:func:`~linkrisk.engine.nearest.missing.nearest_sets_missing` within blocks: one
     call per block, ``build`` still indexing the whole files (``kw``: its options)."""
-    out = _empty(obs_a.shape[0])
+    out = empty_sets(obs_a.shape[0])
     truth = np.where(blocks.linkable(truth), truth, -1)
     for ia, ib in blocks.groups():
         def sub(r: np.ndarray, s: np.ndarray, cols: np.ndarray, ia: np.ndarray = ia,
@@ -222,7 +224,7 @@ def blocked_missing_sets(obs_a: np.ndarray, obs_b: np.ndarray, build: Build, blo
             return build(ia[r], ib[s], cols)
         res = nearest_sets_missing(obs_a[ia], obs_b[ib], sub, row_ids=ia,
                                    truth=local_truth(truth[ia], ib), **kw)
-        _place(out, res, ia, ib)
+        place_block(out, res, ia, ib)
     return out
 
 

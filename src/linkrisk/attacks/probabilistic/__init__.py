@@ -19,6 +19,8 @@ of the method it implements):
 * :mod:`.em` — Fellegi–Sunter EM (SQUAREM, constrained m_j ≥ u_j, missing comparisons);
 * :mod:`.classification` — weights, thresholds, the one-to-one grid and assignment;
 * :mod:`.candidates` — the maximal-weight candidate sets (walk, engine, pair kernel);
+* :mod:`.blocked` — the same within blocks (``block=``): same-block pair counts, each
+  record's set among its block's records;
 * :mod:`.linkage` — :func:`run_prl` and the registered ``prl`` attack.
 
 This package re-exports the names other modules, tests, benchmarks and docs use, so

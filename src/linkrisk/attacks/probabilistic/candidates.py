@@ -215,7 +215,7 @@ def replay_walk(ev, rank, score_k, thr, base, count, link):
 
 def group_sets(cmp: Comparison, score: np.ndarray, truth: np.ndarray, seed: int,
                rtol: float = RTOL, keep: np.ndarray | None = None,
-               walk: str = "compiled") -> NearestSets:
+               walk: str = "compiled", rows: np.ndarray | None = None) -> NearestSets:
     """Minimal-score (maximal-weight) candidate sets by the subset walk, valid when every
     attribute's agreement lowers the score by more than the tie window: then for each a
     the tied subsets S on which some b agrees with a are exactly the agreement patterns of
@@ -227,7 +227,8 @@ def group_sets(cmp: Comparison, score: np.ndarray, truth: np.ndarray, seed: int,
     (the pruned compiled minimum walk with events, :func:`min_walk`, and :func:`replay_walk`:
     same subsets, order and draws), ``"walks"`` (the compiled minimum walk, then a
     compiled collecting walk, :func:`walk_kernel`) or ``"numpy"`` (the plain numpy walk,
-    kept as the reference computation)."""
+    kept as the reference computation). ``rows``: the attacker file's rows that ``cmp.a``
+    holds (default 0..n_a−1), whose ids seed the draws (one block of a blocked linkage)."""
     n_a, m = cmp.a.shape
     keep = np.arange(m) if keep is None else np.flatnonzero(np.isin(np.arange(m), keep))
     codes = stack_columns(cmp)[:, keep]
@@ -238,7 +239,8 @@ def group_sets(cmp: Comparison, score: np.ndarray, truth: np.ndarray, seed: int,
     best = np.full(n_a, np.inf)
     count = np.zeros(n_a, np.int64)
     link = np.full(n_a, -1, np.int64)
-    base = walk_base(np.arange(n_a, dtype=np.uint64), seed)
+    base = walk_base(np.arange(n_a, dtype=np.uint64) if rows is None
+                     else np.asarray(rows).astype(np.uint64), seed)
     if walk == "compiled":  # one walk: the minimum, recording the groups met (events)
         events = min_walk(codes, size, n_a, score_k, best, base)
         thr = tie_threshold_np(best, rtol)
@@ -300,14 +302,18 @@ def _group_result(cmp: Comparison, score: np.ndarray, truth: np.ndarray, best: n
     return NearestSets(best, count, ok & (ts <= thr), ts, link)
 
 
-def engine_sets(ctx: LinkContext, cmp: Comparison, wa: np.ndarray, wd: np.ndarray
-                ) -> NearestSets:
+def engine_sets(ctx: LinkContext, cmp: Comparison, wa: np.ndarray, wd: np.ndarray,
+                rows: np.ndarray | None = None) -> NearestSets:
     """Candidate sets through the engine's ``mixed`` metric: per-attribute tables with −w_j
-    (−w_agree on the diagonal), i.e. the score of a pair is −w."""
+    (−w_agree on the diagonal), i.e. the score of a pair is −w. ``rows``: only these rows
+    of A (:meth:`~linkrisk.attacks.base.LinkContext.nearest`'s ``rows``)."""
     tabs = []
     for j in range(cmp.a.shape[1]):
         size = int(cmp.size[j])
         tabs.append(np.where(np.eye(size, dtype=bool), -wa[j], -wd[j]))
+    if rows is not None:
+        return ctx.nearest(cmp.a[rows], cmp.b, "mixed", rows=rows,
+                           tables=Tables.from_list(tabs)).sets
     return ctx.nearest(cmp.a, cmp.b, "mixed", tables=Tables.from_list(tabs)).sets
 
 

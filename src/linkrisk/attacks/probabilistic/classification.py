@@ -179,16 +179,24 @@ def assignment_sets(ctx: LinkContext, cmp: Comparison, score: np.ndarray | None,
     re-identifications. With missing comparisons (they weigh 0) the costs are computed
     per pair from ``weights`` = (w_agree, w_disagree): each −w_j on the grid
     (:func:`grid_weights`, exact sums in any order), the reported scores unrounded."""
+    return assign(cmp, ctx.truth, ctx.seed, ctx.memory_budget, score, grid, weights)
+
+
+def assign(cmp: Comparison, truth: np.ndarray, seed: int, budget: int,
+           score: np.ndarray | None, grid: np.ndarray | None = None,
+           weights: tuple[np.ndarray, np.ndarray] | None = None) -> NearestSets:
+    """:func:`assignment_sets` on the rows of ``cmp`` with ``truth`` (rows of ``cmp.b``),
+    the seed and the memory budget given (one block of a blocked linkage: its rows alone)."""
     from ...engine.budget import dense_assignment_bytes
     from ...engine.matching.assignment import dense_assignment
 
     n_a, n_b, m = cmp.a.shape[0], cmp.b.shape[0], cmp.a.shape[1]
     need = dense_assignment_bytes(n_a, n_b)
-    if need > ctx.memory_budget:
+    if need > budget:
         raise LinkriskError(
             f"one_to_one=True needs a dense {n_a}x{n_b} cost matrix (~{need / 2**30:.1f} GiB), "
             "more than the memory budget; raise memory_budget or link fewer records")
-    rng = np.random.default_rng(ctx.seed)
+    rng = np.random.default_rng(seed)
     pa, pb = rng.permutation(n_a), rng.permutation(n_b)
     ca, cb_ = cmp.a[pa], cmp.b[pb]
     tol = np.where(cmp.tol > 0, cmp.tol, 0.0)
@@ -213,17 +221,17 @@ def assignment_sets(ctx: LinkContext, cmp: Comparison, score: np.ndarray | None,
     mn = np.full(n_a, np.inf)
     linked = np.flatnonzero(link >= 0)
     ts = np.full(n_a, np.inf)
-    ok = ctx.truth >= 0
+    ok = truth >= 0
     if weights is not None:
         va, vd = -weights[0], -weights[1]
         mn[linked] = missing_scores(cmp.a[linked], cmp.b[link[linked]], cmp.tol, va, vd)
-        ts[ok] = missing_scores(cmp.a[ok], cmp.b[ctx.truth[ok]], cmp.tol, va, vd)
+        ts[ok] = missing_scores(cmp.a[ok], cmp.b[truth[ok]], cmp.tol, va, vd)
         return NearestSets(mn, (link >= 0).astype(np.int64),
-                           ok & (link == ctx.truth) & (link >= 0), ts, link)
+                           ok & (link == truth) & (link >= 0), ts, link)
     agree = np.abs(cmp.a[linked] - cmp.b[link[linked]]) <= tol
     mn[linked] = score[(agree.astype(np.int64) << np.arange(m)).sum(axis=1)]
     if ok.any():
         # the true partners' costs, from their agreement patterns (the matrix is permuted)
-        ts[ok] = score[true_patterns(cmp, ctx.truth)[ok]]
-    return NearestSets(mn, (link >= 0).astype(np.int64), ok & (link == ctx.truth) & (link >= 0),
+        ts[ok] = score[true_patterns(cmp, truth)[ok]]
+    return NearestSets(mn, (link >= 0).astype(np.int64), ok & (link == truth) & (link >= 0),
                        ts, link)

@@ -27,18 +27,22 @@ from .comparison import Comparison, pair_pattern, pattern_blocks, stack_columns
 from .walk import COUNT, run_walk
 
 
-def walk_cost(cmp: Comparison, m: int | None = None) -> float:
-    """Rough cost of one subset walk (numpy steps over 2^m groupings of n+n' rows)."""
+def walk_cost(cmp: Comparison, m: int | None = None, n: tuple[int, int] | None = None
+              ) -> float:
+    """Rough cost of one subset walk (numpy steps over 2^m groupings of n+n' rows);
+    ``n``: (n, n') of a part of the files (one block), default the whole files."""
     m = cmp.a.shape[1] if m is None else m
-    return 20.0 * (1 << m) * (cmp.a.shape[0] + cmp.b.shape[0])
+    n_a, n_b = (cmp.a.shape[0], cmp.b.shape[0]) if n is None else n
+    return 20.0 * (1 << m) * (n_a + n_b)
 
 
-def pair_cost(cmp: Comparison) -> float:
-    """Rough cost of one compiled pass over all pairs."""
-    return float(cmp.a.shape[0]) * cmp.b.shape[0] * cmp.a.shape[1]
+def pair_cost(cmp: Comparison, n: tuple[int, int] | None = None) -> float:
+    """Rough cost of one compiled pass over all pairs (``n`` as in :func:`walk_cost`)."""
+    n_a, n_b = (cmp.a.shape[0], cmp.b.shape[0]) if n is None else n
+    return float(n_a) * n_b * cmp.a.shape[1]
 
 
-def _compiled_walk_cost(cmp: Comparison) -> float:
+def compiled_walk_cost(cmp: Comparison) -> float:
     """Worst case of the compiled walk (no row pruned): a few operations per row and
     subset; pruning usually removes most of it."""
     return 4.0 * (1 << cmp.a.shape[1]) * (cmp.a.shape[0] + cmp.b.shape[0])
@@ -64,7 +68,7 @@ def pattern_counts(cmp: Comparison, progress: Progress | None = None,
     if not cmp.coded:
         return pair_counts(cmp, progress)
     if walk == "compiled":
-        if _compiled_walk_cost(cmp) > pair_cost(cmp):
+        if compiled_walk_cost(cmp) > pair_cost(cmp):
             return pair_counts(cmp, progress)
         at_least = np.zeros(1 << m, np.int64)
         run_walk(stack_columns(cmp), cmp.size, n_a, COUNT, at_least=at_least)

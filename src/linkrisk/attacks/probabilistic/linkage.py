@@ -21,6 +21,15 @@ from ...errors import LinkriskError
 from ...params import Param
 from ..base import LinkContext, Outcome, register
 from ..categorical import MAX_CATEGORIES
+from .blocked import (
+    Layout,
+    blocked_assignment,
+    blocked_counts,
+    blocked_missing_counts,
+    blocked_missing_sets,
+    blocked_sets,
+    layout,
+)
 from .candidates import engine_sets, group_sets, missing_sets, pair_sets
 from .classification import (
     Thresholds,
@@ -40,10 +49,12 @@ from .em import EMFit, em, em_missing
 MAX_ATTRIBUTES = 20
 
 
-def _path(cmp: Comparison, wa: np.ndarray, wd: np.ndarray, score: np.ndarray) -> str:
+def _path(cmp: Comparison, wa: np.ndarray, wd: np.ndarray, score: np.ndarray,
+          n: tuple[int, int] | None = None) -> str:
     """How to find the maximal-weight sets: ``groups`` (subset walk), ``engine`` or
     ``pairs`` (tolerances). Attributes with equal agreement and disagreement weights
-    (m_j = u_j) are left out of the walk."""
+    (m_j = u_j) are left out of the walk. ``n``: the sizes (n, n') of one block (default
+    the whole files)."""
     # the engine needs an L×L table per attribute: many categories go to the pair kernel
     slow = "engine" if cmp.size.max(initial=0) <= MAX_CATEGORIES else "pairs"
     if not cmp.coded:
@@ -53,7 +64,7 @@ def _path(cmp: Comparison, wa: np.ndarray, wd: np.ndarray, score: np.ndarray) ->
     if (gain <= window).any():
         return slow
     # two subset walks against one pass of the engine's kernel over all pairs
-    return "groups" if 2 * walk_cost(cmp, int(gain.size)) < pair_cost(cmp) else slow
+    return "groups" if 2 * walk_cost(cmp, int(gain.size), n) < pair_cost(cmp, n) else slow
 
 
 def _fixed_p(value: Any, known: float) -> float | None:
@@ -83,12 +94,13 @@ def run_prl(ctx: LinkContext, q: int = 10, tol: Any = None, max_fp: float = 0.01
     if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or max_iter < 1:
         raise LinkriskError(f"max_iter must be a positive integer, got {max_iter!r}")
     cmp = compare(ctx, q, tol)
-    n_pairs = ctx.n_a * ctx.n_b
-    known = min(ctx.n_a, ctx.n_b) / n_pairs
+    lay = None if ctx.blocks is None else layout(ctx)  # pairs within blocks (.blocked)
+    n_pairs = ctx.n_a * ctx.n_b if lay is None else lay.pairs
+    known = min(ctx.n_a, ctx.n_b) / n_pairs if lay is None else lay.known
     if cmp.missing:  # a comparison with a missing value weighs 0 (docs/methods.md)
         return _run_prl_missing(ctx, cmp, known, max_fp, max_fn, one_to_one, max_iter,
-                                match_proportion, path)
-    counts = pattern_counts(cmp, ctx.progress)
+                                match_proportion, path, lay)
+    counts = pattern_counts(cmp, ctx.progress) if lay is None else blocked_counts(cmp, lay)
     fit = em(counts, m, known, max_iter, fixed_p=_fixed_p(match_proportion, known))
     wa, wd = agreement_weights(fit.m, fit.u)
     w = pattern_table(wa, wd)
@@ -96,7 +108,11 @@ def run_prl(ctx: LinkContext, q: int = 10, tol: Any = None, max_fp: float = 0.01
     th = fs_thresholds(w, pattern_probs(fit.m), pattern_probs(fit.u), max_fp, max_fn)
     if one_to_one:
         chosen = "assignment"
-        sets = assignment_sets(ctx, cmp, score, grid_scores(wa, wd))
+        sets = (assignment_sets(ctx, cmp, score, grid_scores(wa, wd)) if lay is None
+                else blocked_assignment(ctx, cmp, lay, score, grid_scores(wa, wd)))
+    elif lay is not None:
+        sets, chosen = blocked_sets(ctx, cmp, lay, wa, wd, score, path,
+                                    lambda n: _path(cmp, wa, wd, score, n))
     else:
         chosen = _path(cmp, wa, wd, score) if path == "auto" else path
         if chosen == "groups":
@@ -107,31 +123,36 @@ def run_prl(ctx: LinkContext, q: int = 10, tol: Any = None, max_fp: float = 0.01
             sets = pair_sets(ctx, cmp, score)
         else:
             raise LinkriskError(f"unknown path {path!r}")
-    return _outcome(ctx, cmp, fit, wa, wd, th, counts, th.cls, chosen, sets)
+    return _outcome(ctx, cmp, fit, wa, wd, th, counts, th.cls, chosen, sets, n_pairs)
 
 
 def _run_prl_missing(ctx: LinkContext, cmp: Comparison, known: float, max_fp: float,
                      max_fn: float, one_to_one: bool, max_iter: int, match_proportion: Any,
-                     path: str) -> Outcome:
+                     path: str, lay: Layout | None = None) -> Outcome:
     """:func:`run_prl` on files with missing values: three-state comparisons (a missing
     one weighs 0), EM over the observed comparisons, the engine's pattern-pair search or
-    the pair kernel for the sets, the assignment on per-pair grid costs."""
+    the pair kernel for the sets, the assignment on per-pair grid costs; ``lay``: the
+    blocks (:mod:`.blocked`)."""
     m = cmp.a.shape[1]
-    obs, agree, counts = missing_pattern_counts(cmp, ctx.progress)
+    obs, agree, counts = (missing_pattern_counts(cmp, ctx.progress) if lay is None
+                          else blocked_missing_counts(cmp, lay))
     fit = em_missing(agree, obs, counts, m, known, max_iter,
                      fixed_p=_fixed_p(match_proportion, known))
     wa, wd = agreement_weights(fit.m, fit.u)
     th, cls = missing_thresholds(obs, agree, counts, fit, wa, wd, max_fp, max_fn)
     if one_to_one:
         chosen = "assignment"
-        sets = assignment_sets(ctx, cmp, None, weights=(wa, wd))
+        sets = (assignment_sets(ctx, cmp, None, weights=(wa, wd)) if lay is None
+                else blocked_assignment(ctx, cmp, lay, None, weights=(wa, wd)))
     else:
         chosen = path
         if path == "auto":
             small = cmp.size.max(initial=0) <= MAX_CATEGORIES
             chosen = "engine" if cmp.coded and small else "pairs"
-        sets = missing_sets(ctx, cmp, wa, wd, chosen)
-    out = _outcome(ctx, cmp, fit, wa, wd, th, counts, cls, chosen, sets)
+        sets = (missing_sets(ctx, cmp, wa, wd, chosen) if lay is None
+                else blocked_missing_sets(ctx, cmp, lay, wa, wd, chosen))
+    out = _outcome(ctx, cmp, fit, wa, wd, th, counts, cls, chosen, sets,
+                   ctx.n_a * ctx.n_b if lay is None else lay.pairs)
     compared = ((obs[:, None] >> np.arange(m)) & 1).sum(axis=1)
     out.extra["missing_values"] = True
     share = float(counts @ (m - compared)) / float(counts.sum() * m)
@@ -141,7 +162,7 @@ def _run_prl_missing(ctx: LinkContext, cmp: Comparison, known: float, max_fp: fl
 
 def _outcome(ctx: LinkContext, cmp: Comparison, fit: EMFit, wa: np.ndarray, wd: np.ndarray,
              th: Thresholds, counts: np.ndarray, cls: np.ndarray, chosen: str,
-             sets: NearestSets) -> Outcome:
+             sets: NearestSets, n_pairs: int) -> Outcome:
     m = len(ctx.qi)
 
     def per_col(v: np.ndarray) -> dict[str, float]:
@@ -157,7 +178,7 @@ def _outcome(ctx: LinkContext, cmp: Comparison, fit: EMFit, wa: np.ndarray, wd: 
         "linked_pairs": int(counts[cls == 2].sum()),
         "clerical_pairs": int(counts[cls == 1].sum()),
         "nonlinked_pairs": int(counts[cls == 0].sum()),
-        "pairs": int(ctx.n_a * ctx.n_b), "candidate_search": chosen,
+        "pairs": int(n_pairs), "candidate_search": chosen,
     }
     zero = [c for c, a, d in zip(ctx.qi, wa, wd, strict=True) if a == d]
     if len(zero) > 1:
@@ -198,6 +219,8 @@ def prl(ctx: LinkContext, q: int = 10, tol: Any = None, max_fp: float = 0.01,
     candidate set, or by a one-to-one assignment (``one_to_one=True``). ``match_proportion``
     of the n·n' pairs: ``"known"`` (default) fixes it at min(n,n')/(n·n') — each record of
     the smaller file has its source in the other, as in a release; None estimates it by EM
-    (Jaro); a number fixes it at that value."""
+    (Jaro); a number fixes it at that value. With blocking (``block=``) the pairs are the
+    same-block pairs and ``"known"`` is Σ_k min(n_k, n'_k) / Σ_k n_k·n'_k
+    (:mod:`.blocked`)."""
     return run_prl(ctx, q=q, tol=tol, max_fp=max_fp, max_fn=max_fn, one_to_one=one_to_one,
                    max_iter=max_iter, match_proportion=match_proportion)
