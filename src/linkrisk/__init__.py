@@ -151,7 +151,7 @@ def study(config, **kw):
         A TOML/YAML path, a built-in study name or a parsed mapping.
     **kw
         ``data_dir``, ``out_dir``, ``replications``, ``processes``, ``quick``, ``force``,
-        ``progress``, as :func:`linkrisk.experiments.study`.
+        ``progress``, ``block``, as :func:`linkrisk.experiments.study`.
 
     Returns
     -------

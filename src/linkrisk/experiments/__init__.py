@@ -10,9 +10,10 @@ table, an HTML page and line plots.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -68,6 +69,9 @@ def markdown(summary: pd.DataFrame, study: Study) -> str:
     """One Markdown table per dataset × masking method: rows = parameter values (× QI
     subsets), columns = attacks and measures, cells = mean ± std."""
     out = [f"# Study `{study.name}`", "", study.description.strip(), ""]
+    if study.block:
+        out += [f"Blocking keys: {', '.join(study.block)} (every attack compares records "
+                "only within blocks of equal keys).", ""]
     for (ds, mk), part in summary.groupby(["dataset", "masking"], sort=False):
         param = part["param"].iloc[0]
         out += [f"## {ds}: {mk}", ""]
@@ -145,6 +149,7 @@ def study(
     quick: bool = False,
     force: bool = False,
     progress: Callable[[int, int], None] | None = None,
+    block: str | Sequence[str] | None = None,
 ) -> StudyResult:
     """Run a study (a TOML/YAML path, a built-in name or a parsed mapping).
 
@@ -155,8 +160,19 @@ def study(
     (+ ``summary.parquet`` with pyarrow), ``summary.md``, ``index.html``, ``rates.png`` and
     ``cache/`` (completed replications: a rerun skips them). An ``out_dir`` holding another
     study is refused unless ``force``. Reference datasets are read from the files packaged
-    with linkrisk; ``data_dir`` (else ``$LINKRISK_DATA``) names a folder overriding them."""
+    with linkrisk; ``data_dir`` (else ``$LINKRISK_DATA``) names a folder overriding them.
+    ``block``: blocking keys (``"region,sex"`` or a list) of every attack: records are
+    compared only within blocks of equal keys (docs/methods.md, "Blocking"); the keys are
+    released unmasked and are not QIs (a dataset naming one as a QI or masked column is
+    refused); ``study.json`` and the summaries name them."""
+    from ..data import parse_columns
+
     st = load_config(config, quick=quick)
+    keys = parse_columns(block)
+    if keys:
+        if len(set(keys)) != len(keys):
+            raise LinkriskError("a blocking key is named twice")
+        st = dataclasses.replace(st, block=tuple(keys))
     # the reference files ship with linkrisk; a folder (argument or $LINKRISK_DATA) only
     # overrides them, and a bad one is refused here, before any work
     data_dir = resolve_data_dir(data_dir)
@@ -165,6 +181,8 @@ def study(
     out = Path(out_dir or f"study-{st.name}{'-quick' if quick else ''}")
     meta = {"name": st.name, "source": st.source, "quick": quick, "seed": st.seed,
             "replications": int(replications or st.replications)}
+    if st.block:
+        meta["block"] = list(st.block)
     meta_path = _claim_folder(out, meta, force)
     tasks = expand(st, None if data_dir is None else str(data_dir), replications)
     # mark the folder first: a run that stops half-way (Ctrl-C, a failing cell) resumes
@@ -239,7 +257,9 @@ def _html(st: Study, summary: pd.DataFrame, has_plot: bool) -> str:
             "</title><style>body{font-family:sans-serif;max-width:1300px;margin:auto;padding:20px}"
             "table.t{border-collapse:collapse}table.t td,table.t th{border:1px solid #ccc;"
             "padding:3px 8px;text-align:right}img{max-width:100%}</style></head><body>"
-            f"<h1>Study {html.escape(st.name)}</h1><p>{html.escape(st.description)}</p>{img}"
+            f"<h1>Study {html.escape(st.name)}</h1><p>{html.escape(st.description)}</p>"
+            + (f"<p>Blocking keys: {html.escape(', '.join(st.block))}</p>" if st.block else "")
+            + img
             + "".join(tables) + "<p>Cells: mean over replications (see summary.csv for std "
             "and 95 % intervals).</p></body></html>")
 

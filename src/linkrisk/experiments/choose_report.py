@@ -159,6 +159,7 @@ def render_html(choice: Choice) -> str:
                                                      if s["risk_attacks"] == "default" else ""),
                 "replications": f"{s['replications']} per point of a random method "
                                 "(deterministic methods once)",
+                "blocking keys": ", ".join(s.get("block") or []) or "none",
                 "seed": str(s["seed"]), "methods": "; ".join(s["methods"]), "rule": s["rule"],
                 "linkrisk": s.get("linkrisk", "")}
     st = "".join(f"<tr><th>{e(k)}</th><td>{e(str(v))}</td></tr>" for k, v in settings.items())

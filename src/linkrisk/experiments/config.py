@@ -77,6 +77,7 @@ class Study:
     measures: list[str]
     source: str
     published: bool = False       # attach the published values (experiments/published)
+    block: tuple[str, ...] | None = None  # blocking keys of every attack (study(block=))
 
 
 def _read(path: Path) -> dict[str, Any]:

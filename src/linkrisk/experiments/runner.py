@@ -66,6 +66,7 @@ class Task:
     attacks: list[AttackSpec]
     qi_sets: list[tuple[str, list[str] | None]]  # (label, QIs) the attacker may know
     measures: list[str]
+    block: tuple[str, ...] | None = None  # blocking keys (LinkSettings.block)
 
 
 def _key(obj: Any) -> str:
@@ -109,6 +110,7 @@ def expand(study: Study, data_dir: str | None, replications: int | None = None) 
     reps = int(replications or study.replications)
     tasks = []
     for ds in study.datasets:
+        _check_keys(study.block, ds)
         for mk in study.masking:
             if mk.datasets is not None and ds.label not in mk.datasets:
                 continue
@@ -121,14 +123,34 @@ def expand(study: Study, data_dir: str | None, replications: int | None = None) 
                 cell = {"dataset": _dataset_key(ds), "method": mk.method, "params": params,
                         "attacks": [asdict(a) for a in attacks], "qi": qi_sets,
                         "measures": study.measures}
+                if study.block:  # left out without blocking: existing cells keep their seeds
+                    cell["block"] = list(study.block)
                 ckey = _key(cell)
                 n = 1 if METHODS[mk.method].deterministic else (
                     reps if replications or not mk.replications else mk.replications)
                 for r, seed in enumerate(replication_seeds(study.seed, ckey, n)):
                     tasks.append(Task(_key([ckey, seed]), ds, data_dir, mk.method, mk.label,
                                       mk.param, value, params, r, seed, attacks, qi_sets,
-                                      study.measures))
+                                      study.measures, study.block))
     return tasks
+
+
+def _check_keys(block: tuple[str, ...] | None, ds: DatasetSpec) -> None:
+    """Blocking keys are known exactly: not QIs, not masked (docs/methods.md, "Blocking")."""
+    for c in block or ():
+        for what, cols in (("a QI", ds.qi), ("a masked column", ds.columns)):
+            if cols and c in cols:
+                raise LinkriskError(f"{c!r} is both a blocking key and {what} of dataset "
+                                    f"{ds.label!r}: the attacker knows the keys exactly, so "
+                                    "they are neither masked nor compared as QIs")
+
+
+def masked_columns(task: Task, orig: pd.DataFrame) -> list[str] | None:
+    """The columns the task masks: the dataset's, else (None) the method's default; with
+    blocking keys every column but the keys (they are released unchanged)."""
+    if task.dataset.columns or not task.block:
+        return task.dataset.columns
+    return [c for c in orig.columns if c not in task.block]
 
 
 def _dataset_key(ds: DatasetSpec) -> dict[str, Any]:
@@ -177,15 +199,20 @@ def _run_task(task: Task) -> list[dict[str, Any]]:
                  tuple(ds.qi or ds.columns or ()) if ds.distinct else None)
     if ds.distinct and not (ds.qi or ds.columns):
         orig = orig.drop_duplicates().reset_index(drop=True)
+    missing = [c for c in task.block or () if c not in orig.columns]
+    if missing:
+        raise LinkriskError(f"blocking key {missing[0]!r} is not a column of dataset "
+                            f"{ds.label!r}")
     t0 = time.perf_counter()
-    rel = mask(orig, task.method, columns=task.dataset.columns, seed=task.seed, **task.params)
+    rel = mask(orig, task.method, columns=masked_columns(task, orig), seed=task.seed,
+               **task.params)
     base = {"dataset": task.dataset.label, "masking": task.masking, "param": task.param or "",
             "value": task.value, "replication": task.replication, "seed": task.seed}
     rows = []
     rates: dict[str, float] = {}
     attacker = _attacker_file(orig, rel, task)
     # the study masks the file itself: row order is the truth by construction
-    settings = LinkSettings(seed=task.seed, assume_row_order=True)
+    settings = LinkSettings(seed=task.seed, assume_row_order=True, block=task.block)
     for qlabel, qi in task.qi_sets:
         ctx, direction = make_context(attacker, rel, settings=settings.with_(qi=qi))
         done: dict[str, Any] = {}  # attack → its result (the attribute rows read its links)
@@ -260,7 +287,7 @@ def _measure_rows(orig: pd.DataFrame, rel: pd.DataFrame, task: Task, rates: dict
     :func:`~linkrisk.measures.release.categorical_measures`."""
     from ..measures import categorical_measures, numeric_measures
 
-    masked_cols = list(task.dataset.columns or orig.columns)
+    masked_cols = list(masked_columns(task, orig) or orig.columns)
     cols = [c for c in masked_cols if pd.api.types.is_numeric_dtype(orig[c])]
     want = set(task.measures)
     if cols:

@@ -75,6 +75,7 @@ def choose_cmd(
     qi: Qi = None,
     confidential: Confidential = None,
     ordered: Ordered = False,
+    block: opt.Block = None,
     seed: Seed = 0,
     processes: opt.Processes = None,
     cache: Cache = Path(".linkrisk-cache"),
@@ -101,7 +102,7 @@ def choose_cmd(
                               risk_attacks=risk_attacks, replications=replications, qi=qi,
                               confidential=confidential, ordered=ordered, seed=seed,
                               processes=processes, cache_dir=cache, data_dir=data_dir,
-                              progress=cb, risk=risk, sensitive=sensitive)
+                              progress=cb, risk=risk, sensitive=sensitive, block=block)
     secs = time.perf_counter() - t0
     err.print(escape(f"{res.tasks:,} replications ({res.cached:,} from the cache {cache}) in "
                      f"{secs:.0f} s"), highlight=False)
@@ -188,8 +189,10 @@ def _write_outputs(res: Any, output: Path | None, png: Path | None, csv: Path | 
 
 def _print_choice(res: Any) -> None:
     """The table of points, the headline, the reasons and the notes."""
+    keys = res.settings.get("block")
     t = Table(title=f"choose {res.settings['original']}: {len(res.points)} points, "
-                    f"{res.settings['replications']} replications (mean ± sd)",
+                    f"{res.settings['replications']} replications (mean ± sd)"
+                    + (f", within blocks of {', '.join(keys)}" if keys else ""),
               title_justify="left")
     for c in ("point", "IL %", "worst-case %", "95 % high", "deciding attack", "Score", ""):
         t.add_column(c, justify="left" if c in ("point", "deciding attack", "") else "right")

@@ -28,6 +28,7 @@ def study_cmd(
     replications: Annotated[int | None, typer.Option(help="replications of random masking "
                                                           "(default: the config's)")] = None,
     processes: opt.Processes = None,
+    block: opt.Block = None,
     quick: Annotated[bool, typer.Option("--quick", help="the config's reduced [quick] grid")] = False,
     force: Annotated[bool, typer.Option("--force", help="use an output folder holding another "
                                                         "study")] = False,
@@ -41,12 +42,14 @@ def study_cmd(
     with progress_bar() as bar:
         res = linkrisk.study(config, data_dir=data_dir, out_dir=output,
                              replications=replications, processes=processes, quick=quick,
-                             force=force, progress=bar(f"study {config}"))
+                             force=force, progress=bar(f"study {config}"), block=block)
     err.print(f"{res.tasks:,} replications ({res.cached:,} from the cache); wrote "
               + ", ".join(escape(str(f)) for f in res.files), soft_wrap=True)
     att = res.summary[res.summary["kind"] == "attack"]
     best = att.sort_values("mean", ascending=False).head(10)
-    t = Table(title=escape(f"study {res.study.name}: strongest attacks (mean % re-identified)"),
+    within = f", within blocks of {', '.join(res.study.block)}" if res.study.block else ""
+    t = Table(title=escape(f"study {res.study.name}: strongest attacks (mean % re-identified"
+                           f"{within})"),
               title_justify="left")
     for c in ("dataset", "masking", "value", "QIs", "attack", "mean %", "95 % interval", "R"):
         t.add_column(c, justify="right" if c in ("mean %", "95 % interval", "R") else "left")

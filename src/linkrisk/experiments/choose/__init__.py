@@ -112,6 +112,7 @@ def choose(
     progress: Callable[[int, int], None] | None = None,
     risk: str = "identity",
     sensitive: str | Sequence[str] | None = None,
+    block: str | Sequence[str] | None = None,
 ) -> Choice:
     """Sweep masking methods × parameters on ``original`` and recommend a release.
 
@@ -142,6 +143,11 @@ def choose(
     max over the risk attacks and the sensitive columns); ``"both"``: the larger of the two
     per replication.
 
+    ``block``: blocking keys (``"region,sex"`` or a list) of every risk attack: records are
+    compared only within blocks of equal keys (docs/methods.md, "Blocking"); the keys are
+    known to the attacker exactly, so they are neither QIs nor masked (released as they
+    are); the settings (report, JSON, sidecar, command) name them.
+
     Returns a :class:`Choice`; the rule is :func:`recommend`. See docs/methods.md."""
     from ..._version import __version__
 
@@ -150,7 +156,7 @@ def choose(
         raise LinkriskError("replications must be at least 1")
     notes: list[str] = []
     orig = prepare(original, data_dir, qi=qi, confidential=confidential, ordered=ordered,
-                   risk=risk, sensitive=sensitive, notes=notes)
+                   risk=risk, sensitive=sensitive, notes=notes, block=block)
     grids = choose_grids(methods, orig.kind, ordered, orig.conf, notes)
     chosen_base = risk_attack_names(orig, risk_attacks)
     cache, data_name, digest = cache_data(orig.df, cache_dir)
@@ -167,7 +173,7 @@ def choose(
                 "risk_attacks": "default" if risk_attacks is None else ",".join(chosen_base),
                 "replications": int(replications), "seed": int(seed),
                 "methods": [g.label() for g in grids], "data_sha1": digest,
-                "risk": risk, "sensitive": orig.sens,
+                "risk": risk, "sensitive": orig.sens, "block": orig.block or None,
                 "rule": RULE_WITH_LIMIT if lim is not None else RULE_SCORE,
                 "linkrisk": __version__}
     settings["command"] = reproduce_command(settings)

@@ -120,6 +120,7 @@ class Choice:
                 "chosen_under": {"max_risk_%": self.settings["max_risk"],
                                  "risk_attacks": self.settings["risk_attacks"],
                                  "rule": self.settings["rule"],
+                                 "block": self.settings.get("block"),
                                  "replications": int(b["n"])},
                 "point": _row_dict(b),
                 "this_release": {"worst_case_%": max(this.get(a, float("-inf"))
@@ -191,6 +192,8 @@ def reproduce_command(settings: Mapping[str, Any]) -> str:
         cmd.append("--ordered")
     if settings.get("risk", "identity") != "identity":
         cmd += ["--risk", settings["risk"], "--sensitive", ",".join(settings["sensitive"])]
+    if settings.get("block"):
+        cmd += ["--block", ",".join(settings["block"])]
     cmd += ["--replications", str(settings["replications"]), "--seed", str(settings["seed"])]
     return shlex.join(cmd)
 

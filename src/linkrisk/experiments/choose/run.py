@@ -11,7 +11,7 @@ import os
 import tempfile
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import product
 from pathlib import Path
 from typing import Any
@@ -78,18 +78,21 @@ class Original:
     qi_given: bool
     sens: list[str]
     kind: str
+    block: list[str] = field(default_factory=list)  # blocking keys of the risk attacks
 
 
 def prepare(original: str | Path | pd.DataFrame, data_dir: str | Path | None, *,
             qi: str | Sequence[str] | None, confidential: str | Sequence[str] | None,
             ordered: bool, risk: str, sensitive: str | Sequence[str] | None,
-            notes: list[str]) -> Original:
+            notes: list[str], block: str | Sequence[str] | None = None) -> Original:
     """Stage 1 of :func:`~linkrisk.experiments.choose.choose`: read the original, check
     the risk axis, pick the QIs (notes on what was left out go to ``notes``) and refuse
-    QIs of mixed kinds."""
+    QIs of mixed kinds; ``block``: blocking keys (checked, left out of the QIs)."""
     df, name = load_original(original, data_dir)
     sens = _risk_axis(df, name, risk, sensitive, qi)
-    qis, conf, qi_given = _choose_qis(df, name, qi, confidential, notes, exclude=sens)
+    keys = _block_keys(df, name, block, qi, confidential, sens)
+    qis, conf, qi_given = _choose_qis(df, name, qi, confidential, notes,
+                                      exclude=sens + keys)
     df = coded_as_categories(df, qis)
     if ordered:
         df = df.apply(lambda s: s.cat.as_ordered() if isinstance(s.dtype, pd.CategoricalDtype)
@@ -99,7 +102,29 @@ def prepare(original: str | Path | pd.DataFrame, data_dir: str | Path | None, *,
     if kind == "mixed":
         raise LinkriskError("the QIs mix numeric and categorical attributes; choose one kind "
                             "with --qi (choose compares methods of one kind)")
-    return Original(df, name, qis, conf, qi_given, sens, kind)
+    return Original(df, name, qis, conf, qi_given, sens, kind, keys)
+
+
+def _block_keys(df: pd.DataFrame, name: str, block: str | Sequence[str] | None,
+                qi: str | Sequence[str] | None, confidential: str | Sequence[str] | None,
+                sens: Sequence[str]) -> list[str]:
+    """The blocking keys, checked: columns of the file, named once, and neither QIs,
+    confidential nor sensitive (the attacker knows them exactly; they are not masked)."""
+    from ...data import parse_columns
+
+    keys = parse_columns(block) or []
+    if len(set(keys)) != len(keys):
+        raise LinkriskError("a blocking key is named twice")
+    for c in keys:
+        if c not in df.columns:
+            raise LinkriskError(f"blocking key {c!r} is not in {name}")
+        for what, cols in (("a QI", parse_columns(qi)), ("confidential", parse_columns(
+                confidential)), ("sensitive", sens)):
+            if cols and c in cols:
+                raise LinkriskError(f"{c!r} is both a blocking key and {what}: the attacker "
+                                    "knows the keys exactly, so they are neither masked nor "
+                                    "compared as QIs")
+    return keys
 
 
 def risk_attack_names(orig: Original, risk_attacks: str | Sequence[str] | None) -> list[str]:
@@ -127,7 +152,7 @@ def run_sweep(orig: Original, masking: list, cache: Path, data_name: str, *, see
     ds = DatasetSpec(data_name, "original", qi=orig.qis, columns=orig.qis)
     study_ = Study("choose", f"choose a protection for {orig.name}", int(seed),
                    int(replications), [ds], masking, [], None, ["IL", "DR", "Score"],
-                   "<choose>")
+                   "<choose>", block=tuple(orig.block) or None)
     tasks = expand(study_, str(cache.resolve()), int(replications))
     rows, cached = run_tasks(tasks, cache / "runs", processes or default_processes(),
                              progress)
