@@ -240,6 +240,13 @@ def warmup(progress=None):
              lambda: assess(num, swapped, rank_swap_p=5, sensitive=["v12"]))
         pram = mask(cat, "pram", seed=1)
         step("assess pram (categorical attacks)", lambda: assess(cat, pram))
+        # blocking has kernels of its own (batched small blocks, prl's per-block walks)
+        key = {"g": num.index % 4}
+        step("assess rank_swap(p=5) blocked (numeric attacks)",
+             lambda: assess(num.assign(**key), swapped.assign(**key), block=["g"],
+                            rank_swap_p=5, sensitive=["v12"]))
+        step("assess pram blocked (categorical attacks)",
+             lambda: assess(cat.assign(**key), pram.assign(**key), block=["g"]))
     return steps
 
 
