@@ -26,16 +26,14 @@ import numba as nb
 import numpy as np
 
 from .kernels import (
-    INT_NONE,
-    buffer_candidate,
+    chunk_count,
+    chunk_span,
+    finish_int_rows,
     int_chunk_state,
-    int_threshold,
-    new_minimum,
-    pick_buffered,
+    settle_tile,
 )
 from .transforms import BLOCK_ROWS
 
-_INT_MAX = INT_NONE  # "no minimum yet", as in the integer kernel
 #: bytes of codes per tile of B (m × tile codes, attribute-major) kept in cache
 TILE_BYTES = 2**15
 
@@ -147,27 +145,29 @@ def _tile_hamming2(acc, acc2, a, a2, bt, t0, w):
 
 
 @nb.njit(inline="always")
-def _settle_tile(acc, mn, r, ti, t0, w, rtol, tscore, best, thr, buf_i, buf_s, nbuf, over):
-    """Row r's bookkeeping after a tile (scores acc[:w] of B[t0:t0+w], minimum mn): the
-    true image's score, then — unless mn is above the tie threshold — the new minima and
-    the tied candidates in B order (the integer kernel's loop)."""
-    if ti >= t0 and ti < t0 + w:
-        tscore[r] = acc[ti - t0]
-    if np.int64(mn) > thr[r]:
-        return
-    cur = best[r]
-    th = thr[r]
-    for k in range(w):
-        s = np.int64(acc[k])
-        if s <= th:
-            if s < cur:
-                old = cur
-                cur = s
-                th = int_threshold(cur, rtol, 1)
-                new_minimum(buf_i, buf_s, nbuf, over, r, old, th)
-            buffer_candidate(buf_i, buf_s, nbuf, over, r, t0 + k, s)
-    best[r] = cur
-    thr[r] = th
+def _scan_hamming(a, bt, lo, nr, tile, proto, truth, rtol, tscore, best, thr, buf_i, buf_s,
+                  nbuf, over):
+    """Rows lo … lo+nr−1 of ``a`` against every tile of ``bt``, in pairs (one load of the
+    tile for both), then a lone last row, each row settled by
+    :func:`~.kernels.settle_tile` (scale 1, the exact tie rule) into the chunk state
+    after ``truth``. Counts in ``proto``'s type."""
+    n_b = bt.shape[1]
+    acc = np.empty(tile, proto.dtype)
+    acc2 = np.empty(tile, proto.dtype)
+    for t0 in range(0, n_b, tile):
+        w = min(tile, n_b - t0)
+        for r in range(0, nr, 2):
+            i = lo + r
+            pair = r + 1 < nr
+            if pair:
+                mn, mn2 = _tile_hamming2(acc, acc2, a[i], a[i + 1], bt, t0, w)
+            else:
+                mn = mn2 = _tile_hamming(acc, a[i], bt, t0, w)
+            settle_tile(acc, mn, r, truth[i], t0, w, 0, rtol, 1, tscore, best, thr, buf_i,
+                        buf_s, nbuf, over)
+            if pair:
+                settle_tile(acc2, mn2, r + 1, truth[i + 1], t0, w, 0, rtol, 1, tscore, best,
+                            thr, buf_i, buf_s, nbuf, over)
 
 
 @nb.njit(parallel=True, cache=True)
@@ -178,36 +178,10 @@ def nearest_block_hamming(a_blk, rid, bt, acc_type, truth, rtol, cap, seed, tile
     overflow flags. ``acc_type`` is an empty array of the count type
     (:func:`count_dtype` of m)."""
     n_a = a_blk.shape[0]
-    n_b = bt.shape[1]
-    n_chunks = (n_a + chunk - 1) // chunk
-    for c in nb.prange(n_chunks):
-        lo = c * chunk
-        hi = min(lo + chunk, n_a)
-        nr = hi - lo
-        acc = np.empty(tile, acc_type.dtype)
-        acc2 = np.empty(tile, acc_type.dtype)
+    for c in nb.prange(chunk_count(n_a, chunk)):
+        lo, nr = chunk_span(c, chunk, n_a)
         best, thr, tscore, buf_i, buf_s, nbuf, over = int_chunk_state(nr, cap)
-        for t0 in range(0, n_b, tile):
-            w = min(tile, n_b - t0)
-            r = 0
-            while r < nr:  # rows in pairs (one load of the tile for both), then the last
-                i = lo + r
-                if r + 1 < nr:
-                    mn, mn2 = _tile_hamming2(acc, acc2, a_blk[i], a_blk[i + 1], bt, t0, w)
-                    _settle_tile(acc, mn, r, truth[i], t0, w, rtol, tscore, best, thr,
-                                 buf_i, buf_s, nbuf, over)
-                    _settle_tile(acc2, mn2, r + 1, truth[i + 1], t0, w, rtol, tscore, best,
-                                 thr, buf_i, buf_s, nbuf, over)
-                    r += 2
-                else:
-                    mn = _tile_hamming(acc, a_blk[i], bt, t0, w)
-                    _settle_tile(acc, mn, r, truth[i], t0, w, rtol, tscore, best, thr,
-                                 buf_i, buf_s, nbuf, over)
-                    r += 1
-        for r in range(nr):
-            i = lo + r
-            out_min[i] = np.inf if best[r] == _INT_MAX else np.float64(best[r])
-            out_true_score[i] = np.inf if tscore[r] < 0 else np.float64(tscore[r])
-            out_overflow[i] = over[r]
-            out_count[i] = nbuf[r]
-            out_link[i] = pick_buffered(buf_i, nbuf, r, seed, rid[i])
+        _scan_hamming(a_blk, bt, lo, nr, tile, acc_type, truth, rtol, tscore, best, thr,
+                      buf_i, buf_s, nbuf, over)
+        finish_int_rows(lo, nr, 1, seed, rid, best, tscore, buf_i, nbuf, over, out_min,
+                        out_count, out_true_score, out_link, out_overflow)

@@ -31,11 +31,12 @@ from .kernels import (
     LINF,
     MIXED,
     Tables,
-    buffer_candidate,
+    chunk_count,
+    chunk_span,
+    finish_int_rows,
     int_chunk_state,
     int_threshold,
-    new_minimum,
-    pick_buffered,
+    settle_tile,
 )
 from .rules import pick
 from .transforms import BLOCK_ROWS
@@ -130,51 +131,35 @@ def _tile_int(acc, a, bt, t0, w, icode):
     return mn
 
 
+@nb.njit(inline="always")
+def _scan_int(a, bt, lo, nr, icode, scale, tile, truth, rtol, tscore, best, thr, buf_i, buf_s,
+              nbuf, over):
+    """Rows lo … lo+nr−1 of ``a`` against every tile of ``bt``, one row per pass
+    (:func:`_tile_int`), each settled by :func:`~.kernels.settle_tile` (the exact tie
+    rule) into the chunk state after ``truth``."""
+    n_b = bt.shape[1]
+    acc = np.empty(tile, np.int32)
+    for t0 in range(0, n_b, tile):
+        w = min(tile, n_b - t0)
+        for r in range(nr):
+            mn = _tile_int(acc, a[lo + r], bt, t0, w, icode)
+            settle_tile(acc, mn, r, truth[lo + r], t0, w, 0, rtol, scale, tscore, best, thr,
+                        buf_i, buf_s, nbuf, over)
+
+
 @nb.njit(parallel=True, cache=True)
 def nearest_block_int(a_blk, rid, bt, icode, scale, truth, rtol, cap, seed, tile, chunk,
                       out_min, out_count, out_true_score, out_link, out_overflow):
     """:func:`~.kernels.nearest_block` on integer scores (see the module): the same minimum,
     tie count, true score, link and overflow flags."""
     n_a = a_blk.shape[0]
-    n_b = bt.shape[1]
-    n_chunks = (n_a + chunk - 1) // chunk
-    for c in nb.prange(n_chunks):
-        lo = c * chunk
-        hi = min(lo + chunk, n_a)
-        nr = hi - lo
-        acc = np.empty(tile, np.int32)
+    for c in nb.prange(chunk_count(n_a, chunk)):
+        lo, nr = chunk_span(c, chunk, n_a)
         best, thr, tscore, buf_i, buf_s, nbuf, over = int_chunk_state(nr, cap)
-        for t0 in range(0, n_b, tile):
-            w = min(tile, n_b - t0)
-            for r in range(nr):
-                i = lo + r
-                mn = _tile_int(acc, a_blk[i], bt, t0, w, icode)
-                ti = truth[i]
-                if ti >= t0 and ti < t0 + w:
-                    tscore[r] = acc[ti - t0]
-                if mn > thr[r]:
-                    continue
-                cur = best[r]
-                th = thr[r]
-                for k in range(w):
-                    s = np.int64(acc[k])
-                    if s <= th:
-                        if s < cur:
-                            old = cur
-                            cur = s
-                            th = int_threshold(cur, rtol, scale)
-                            new_minimum(buf_i, buf_s, nbuf, over, r, old, th)
-                        buffer_candidate(buf_i, buf_s, nbuf, over, r, t0 + k, s)
-                best[r] = cur
-                thr[r] = th
-        for r in range(nr):
-            i = lo + r
-            out_min[i] = np.inf if best[r] == _INT_MAX else best[r] / scale
-            out_true_score[i] = np.inf if tscore[r] < 0 else tscore[r] / scale
-            out_overflow[i] = over[r]
-            out_count[i] = nbuf[r]
-            out_link[i] = pick_buffered(buf_i, nbuf, r, seed, rid[i])
-
+        _scan_int(a_blk, bt, lo, nr, icode, scale, tile, truth, rtol, tscore, best, thr,
+                  buf_i, buf_s, nbuf, over)
+        finish_int_rows(lo, nr, scale, seed, rid, best, tscore, buf_i, nbuf, over, out_min,
+                        out_count, out_true_score, out_link, out_overflow)
 
 
 # ---------------------------------------------------------------- rank kernel, row-blocked
@@ -259,26 +244,24 @@ def _tile_rank2(acc0, acc1, a0, a1, bt, t0, w, icode, cast):
 
 
 @nb.njit(inline="always")
-def _take_tile(acc, r, t0, w, mn, band, rtol, scale, best, thr, buf_i, buf_s, nbuf, over):
-    """Row r's tie bookkeeping for one tile of scores ``acc`` (B order), as in
-    :func:`nearest_block_int`: unless the tile's minimum ``mn`` is above the running
-    threshold, buffer the records at or below it, the threshold being the tie threshold of
-    the running minimum plus ``band`` (0: the exact tie rule; > 0: the screen's band)."""
-    if mn > thr[r]:
-        return
-    cur = best[r]
-    th = thr[r]
-    for k in range(w):
-        s = np.int64(acc[k])
-        if s <= th:
-            if s < cur:
-                old = cur
-                cur = s
-                th = int_threshold(cur, rtol, scale) + band
-                new_minimum(buf_i, buf_s, nbuf, over, r, old, th)
-            buffer_candidate(buf_i, buf_s, nbuf, over, r, t0 + k, s)
-    best[r] = cur
-    thr[r] = th
+def _scan_rank(a, bt, lo, nr, icode, cast, scale, band, tile, truth, rtol, tscore, best, thr,
+               buf_i, buf_s, nbuf, over):
+    """Rows lo … lo+nr−1 of ``a`` against every tile of ``bt``, two rows per pass
+    (:func:`_tile_rank2`, scores in the type ``cast`` of ``a``), each row settled by
+    :func:`~.kernels.settle_tile` with threshold band ``band`` into the chunk state after
+    ``truth``. Shared by :func:`nearest_block_rank` (int32, band 0) and the int16 screen
+    :func:`screen_block_rank`."""
+    n_b = bt.shape[1]
+    acc = np.empty((2, tile), a.dtype)
+    for t0 in range(0, n_b, tile):
+        w = min(tile, n_b - t0)
+        for r in range(0, nr, 2):
+            # an odd last row is scored twice (its copy is discarded)
+            r1 = min(r + 1, nr - 1)
+            mn = _tile_rank2(acc[0], acc[1], a[lo + r], a[lo + r1], bt, t0, w, icode, cast)
+            for q in range(r, r1 + 1):
+                settle_tile(acc[q - r], mn, q, truth[lo + q], t0, w, band, rtol, scale,
+                            tscore, best, thr, buf_i, buf_s, nbuf, over)
 
 
 @nb.njit(parallel=True, cache=True)
@@ -288,34 +271,13 @@ def nearest_block_rank(a_blk, rid, bt, icode, scale, truth, rtol, cap, seed, til
     attacker rows per pass over a tile of B: the same minimum, tie count, true score, link
     and overflow flags."""
     n_a = a_blk.shape[0]
-    n_b = bt.shape[1]
-    n_chunks = (n_a + chunk - 1) // chunk
-    for c in nb.prange(n_chunks):
-        lo = c * chunk
-        hi = min(lo + chunk, n_a)
-        nr = hi - lo
-        acc = np.empty((2, tile), np.int32)
+    for c in nb.prange(chunk_count(n_a, chunk)):
+        lo, nr = chunk_span(c, chunk, n_a)
         best, thr, tscore, buf_i, buf_s, nbuf, over = int_chunk_state(nr, cap)
-        for t0 in range(0, n_b, tile):
-            w = min(tile, n_b - t0)
-            for r in range(0, nr, 2):
-                # an odd last row is scored twice (its copy is discarded)
-                r1 = min(r + 1, nr - 1)
-                mn = _tile_rank2(acc[0], acc[1], a_blk[lo + r], a_blk[lo + r1], bt, t0, w,
-                                 icode, np.int32)
-                for q in range(r, r1 + 1):
-                    ti = truth[lo + q]
-                    if ti >= t0 and ti < t0 + w:
-                        tscore[q] = acc[q - r, ti - t0]
-                    _take_tile(acc[q - r], q, t0, w, mn, 0, rtol, scale, best, thr, buf_i,
-                               buf_s, nbuf, over)
-        for r in range(nr):
-            i = lo + r
-            out_min[i] = np.inf if best[r] == _INT_MAX else best[r] / scale
-            out_true_score[i] = np.inf if tscore[r] < 0 else tscore[r] / scale
-            out_overflow[i] = over[r]
-            out_count[i] = nbuf[r]
-            out_link[i] = pick_buffered(buf_i, nbuf, r, seed, rid[i])
+        _scan_rank(a_blk, bt, lo, nr, icode, np.int32, scale, 0, tile, truth, rtol, tscore,
+                   best, thr, buf_i, buf_s, nbuf, over)
+        finish_int_rows(lo, nr, scale, seed, rid, best, tscore, buf_i, nbuf, over, out_min,
+                        out_count, out_true_score, out_link, out_overflow)
 
 
 # ---------------------------------------------------------------- rank screen, int16
@@ -368,6 +330,44 @@ def _pair_int(a, bt, j, icode):
     return s
 
 
+@nb.njit(cache=True)
+def _rescore_rows(a_blk, bt, lo, nr, icode, scale, truth, rtol, cap, seed, rid, buf_i, buf_s,
+                  nbuf, over, out_min, out_count, out_true_score, out_link, out_overflow,
+                  out_redo):
+    """The exact pass of :func:`screen_block_rank` over a chunk's screen buffers: each
+    row's kept records rescored exactly (:func:`_pair_int`), then the reference kernel's
+    minimum, tie count, overflow flag and pick (see above); rows whose screen buffer
+    overflowed are only flagged in ``out_redo``."""
+    n_b = bt.shape[1]
+    keep = np.empty(cap, np.int64)
+    for r in range(nr):
+        i = lo + r
+        out_redo[i] = over[r]
+        if over[r]:
+            continue
+        smin = np.int64(_INT_MAX)
+        for p in range(nbuf[r]):
+            buf_s[r, p] = _pair_int(a_blk[i], bt, buf_i[r, p], icode)
+            smin = min(smin, buf_s[r, p])
+        th = int_threshold(smin, rtol, scale)
+        cnt = 0
+        flow = False
+        for p in range(nbuf[r]):
+            if buf_s[r, p] <= th:
+                if cnt < cap:
+                    keep[cnt] = buf_i[r, p]
+                    cnt += 1
+                else:
+                    flow = True
+        ti = truth[i]
+        out_min[i] = np.inf if smin == _INT_MAX else smin / scale
+        out_true_score[i] = (_pair_int(a_blk[i], bt, ti, icode) / scale
+                             if ti >= 0 and ti < n_b else np.inf)
+        out_overflow[i] = flow
+        out_count[i] = cnt
+        out_link[i] = -1 if cnt == 0 else keep[pick(seed, rid[i], cnt)]
+
+
 @nb.njit(parallel=True, cache=True)
 def screen_block_rank(a_blk, aq_blk, rid, bt, btq, icode, scale, band, truth, rtol, cap,
                       ccap, seed, tile, chunk, out_min, out_count, out_true_score, out_link,
@@ -377,50 +377,15 @@ def screen_block_rank(a_blk, aq_blk, rid, bt, btq, icode, scale, band, truth, rt
     Rows whose screen buffer overflowed are flagged in ``out_redo`` (their other outputs
     are not set)."""
     n_a = a_blk.shape[0]
-    n_b = bt.shape[1]
-    n_chunks = (n_a + chunk - 1) // chunk
-    for c in nb.prange(n_chunks):
-        lo = c * chunk
-        hi = min(lo + chunk, n_a)
-        nr = hi - lo
-        acc = np.empty((2, tile), np.int16)
-        best, thr, _, buf_i, buf_s, nbuf, over = int_chunk_state(nr, ccap)
-        for t0 in range(0, n_b, tile):
-            w = min(tile, n_b - t0)
-            for r in range(0, nr, 2):
-                r1 = min(r + 1, nr - 1)
-                mn = _tile_rank2(acc[0], acc[1], aq_blk[lo + r], aq_blk[lo + r1], btq, t0, w,
-                                 icode, np.int16)
-                for q in range(r, r1 + 1):
-                    _take_tile(acc[q - r], q, t0, w, np.int64(mn), band, rtol, scale, best,
-                               thr, buf_i, buf_s, nbuf, over)
-        keep = np.empty(cap, np.int64)
-        for r in range(nr):
-            i = lo + r
-            out_redo[i] = over[r]
-            if over[r]:
-                continue
-            smin = np.int64(_INT_MAX)
-            for p in range(nbuf[r]):
-                buf_s[r, p] = _pair_int(a_blk[i], bt, buf_i[r, p], icode)
-                smin = min(smin, buf_s[r, p])
-            th = int_threshold(smin, rtol, scale)
-            cnt = 0
-            flow = False
-            for p in range(nbuf[r]):
-                if buf_s[r, p] <= th:
-                    if cnt < cap:
-                        keep[cnt] = buf_i[r, p]
-                        cnt += 1
-                    else:
-                        flow = True
-            ti = truth[i]
-            out_min[i] = np.inf if smin == _INT_MAX else smin / scale
-            out_true_score[i] = (_pair_int(a_blk[i], bt, ti, icode) / scale
-                                 if ti >= 0 and ti < n_b else np.inf)
-            out_overflow[i] = flow
-            out_count[i] = cnt
-            out_link[i] = -1 if cnt == 0 else keep[pick(seed, rid[i], cnt)]
+    for c in nb.prange(chunk_count(n_a, chunk)):
+        lo, nr = chunk_span(c, chunk, n_a)
+        # the screen's true scores (quantized) are not used: the exact pass recomputes them
+        best, thr, tscore, buf_i, buf_s, nbuf, over = int_chunk_state(nr, ccap)
+        _scan_rank(aq_blk, btq, lo, nr, icode, np.int16, scale, band, tile, truth, rtol,
+                   tscore, best, thr, buf_i, buf_s, nbuf, over)
+        _rescore_rows(a_blk, bt, lo, nr, icode, scale, truth, rtol, cap, seed, rid, buf_i,
+                      buf_s, nbuf, over, out_min, out_count, out_true_score, out_link,
+                      out_overflow, out_redo)
 
 
 def rank_kernel(a: np.ndarray, bt: np.ndarray, icode: int, rtol: float):

@@ -144,6 +144,21 @@ def buffer_candidate(buf_i, buf_s, nbuf, over, r, j, s):
 
 
 @nb.njit(inline="always")
+def take_candidate(r, j, s, cur, thr, rtol, buf_i, buf_s, nbuf, over):
+    """The float kernels' tie rule for record j of row r, whose score s is at most the
+    running threshold ``thr``: a new minimum (s < ``cur``) lowers the threshold and drops
+    the buffered records above it, then j is buffered (in B order). Returns the running
+    (minimum, threshold)."""
+    if s < cur:
+        old = cur
+        cur = s
+        thr = tie_threshold(cur, rtol)
+        new_minimum(buf_i, buf_s, nbuf, over, r, old, thr)
+    buffer_candidate(buf_i, buf_s, nbuf, over, r, j, s)
+    return cur, thr
+
+
+@nb.njit(inline="always")
 def pick_buffered(buf_i, nbuf, r, seed, rid_i):
     """A candidate of row r drawn with the record's own generator (−1: none); the buffer
     is in B order, so the pick does not depend on tiling."""
@@ -177,6 +192,66 @@ def int_chunk_state(nr, cap):
             np.empty((nr, cap), np.int64), np.zeros(nr, np.int64), np.zeros(nr, np.bool_))
 
 
+@nb.njit(inline="always")
+def chunk_count(n, chunk):
+    """Chunks of ``chunk`` attacker rows covering ``n`` rows: the kernels' parallel loop
+    runs over these."""
+    return (n + chunk - 1) // chunk
+
+
+@nb.njit(inline="always")
+def chunk_span(c, chunk, n):
+    """(first row, row count) of chunk ``c`` of ``n`` rows."""
+    lo = c * chunk
+    return lo, min(lo + chunk, n) - lo
+
+
+@nb.njit(inline="always")
+def settle_tile(acc, mn, r, ti, t0, w, band, rtol, scale, tscore, best, thr, buf_i, buf_s,
+                nbuf, over):
+    """Row r's bookkeeping in an integer kernel after one tile (scores acc[:w] of
+    B[t0:t0+w], ``mn`` at most their minimum; the state of :func:`int_chunk_state`): the
+    true image's score (B row ``ti``), then, unless ``mn`` is above the running threshold,
+    the new minima and the records at or below the threshold, buffered in B order. The
+    threshold is the tie threshold of the running minimum (:func:`int_threshold`) plus
+    ``band`` (0: the exact tie rule; > 0: the int16 screen's band).
+
+    Inlined: a call in the tile loop, even one that rarely runs, costs the fast kernels
+    up to a fifth of their speed (the loop loses the parallel body's no-alias arrays)."""
+    if ti >= t0 and ti < t0 + w:
+        tscore[r] = acc[ti - t0]
+    if np.int64(mn) > thr[r]:
+        return
+    cur = best[r]
+    th = thr[r]
+    for k in range(w):
+        s = np.int64(acc[k])
+        if s <= th:
+            if s < cur:
+                old = cur
+                cur = s
+                th = int_threshold(cur, rtol, scale) + band
+                new_minimum(buf_i, buf_s, nbuf, over, r, old, th)
+            buffer_candidate(buf_i, buf_s, nbuf, over, r, t0 + k, s)
+    best[r] = cur
+    thr[r] = th
+
+
+@nb.njit(cache=True)
+def finish_int_rows(lo, nr, scale, seed, rid, best, tscore, buf_i, nbuf, over, out_min,
+                    out_count, out_true_score, out_link, out_overflow):
+    """The results of an integer kernel's chunk (rows lo … lo+nr−1) from its state: the
+    minimum and the true score as float64 scores (score / ``scale``, exact; ∞ for none),
+    the tie count, the overflow flag and the seeded pick among the buffered records."""
+    for r in range(nr):
+        i = lo + r
+        out_min[i] = np.inf if best[r] == INT_NONE else best[r] / scale
+        out_true_score[i] = np.inf if tscore[r] < 0 else tscore[r] / scale
+        out_overflow[i] = over[r]
+        out_count[i] = nbuf[r]
+        out_link[i] = pick_buffered(buf_i, nbuf, r, seed, rid[i])
+
+
 @nb.njit(parallel=True, cache=True)
 def nearest_block(a_blk, rid, bt, metric, degree, kaa, kbb, tflat, toff, tsize, truth, rtol, cap,
                   seed, tile, chunk, out_min, out_count, out_true_score, out_link, out_overflow):
@@ -189,11 +264,8 @@ def nearest_block(a_blk, rid, bt, metric, degree, kaa, kbb, tflat, toff, tsize, 
     finished by :func:`recount_rows`."""
     n_a = a_blk.shape[0]
     n_b = bt.shape[1]
-    n_chunks = (n_a + chunk - 1) // chunk
-    for c in nb.prange(n_chunks):
-        lo = c * chunk
-        hi = min(lo + chunk, n_a)
-        nr = hi - lo
+    for c in nb.prange(chunk_count(n_a, chunk)):
+        lo, nr = chunk_span(c, chunk, n_a)
         acc = np.empty(tile)
         best = np.full(nr, np.inf)
         tscore = np.full(nr, np.inf)
@@ -215,12 +287,8 @@ def nearest_block(a_blk, rid, bt, metric, degree, kaa, kbb, tflat, toff, tsize, 
                 for k in range(w):
                     s = acc[k]
                     if s <= thr:
-                        if s < cur:
-                            old = cur
-                            cur = s
-                            thr = tie_threshold(cur, rtol)
-                            new_minimum(buf_i, buf_s, nbuf, over, r, old, thr)
-                        buffer_candidate(buf_i, buf_s, nbuf, over, r, t0 + k, s)
+                        cur, thr = take_candidate(r, t0 + k, s, cur, thr, rtol, buf_i, buf_s,
+                                                  nbuf, over)
                 best[r] = cur
         for r in range(nr):
             i = lo + r

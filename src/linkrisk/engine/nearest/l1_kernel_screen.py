@@ -49,10 +49,11 @@ from .kernels import (
     KERNEL,
     L1,
     Pairwise,
-    buffer_candidate,
-    new_minimum,
+    chunk_count,
+    chunk_span,
     pair_score,
     pick_buffered,
+    take_candidate,
 )
 from .rules import (
     reservoir_start,
@@ -235,11 +236,8 @@ def screen_block_float(a32, bt32, ea, eb, kb32, a, b, kaa, kbb, tflat, toff, tsi
     flagged in ``out_redo`` need the exact kernel (their other outputs are not set)."""
     n_a = a32.shape[0]
     n_b = bt32.shape[1]
-    n_chunks = (n_a + chunk - 1) // chunk
-    for c in nb.prange(n_chunks):
-        lo = c * chunk
-        hi = min(lo + chunk, n_a)
-        nr = hi - lo
+    for c in nb.prange(chunk_count(n_a, chunk)):
+        lo, nr = chunk_span(c, chunk, n_a)
         acc = np.empty((2, tile), np.float32)
         tmp = np.empty(tile, np.float32)
         cur = np.full(nr, np.inf, np.float32)
@@ -277,12 +275,8 @@ def screen_block_float(a32, bt32, ea, eb, kb32, a, b, kaa, kbb, tflat, toff, tsi
                 s = pair_score(a[i], b[j], metric, degree, kaa[i], kbb[j], tflat, toff, tsize)
                 sc[p] = s
                 if s <= th:
-                    if s < cur_e:
-                        old = cur_e
-                        cur_e = s
-                        th = tie_threshold(cur_e, rtol)
-                        new_minimum(buf_i, buf_s, nbuf, eover, r, old, th)
-                    buffer_candidate(buf_i, buf_s, nbuf, eover, r, j, s)
+                    cur_e, th = take_candidate(r, j, s, cur_e, th, rtol, buf_i, buf_s, nbuf,
+                                               eover)
             ti = truth[i]
             out_min[i] = cur_e
             out_true_score[i] = (pair_score(a[i], b[ti], metric, degree, kaa[i], kbb[ti],
