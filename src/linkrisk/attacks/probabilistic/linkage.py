@@ -207,8 +207,9 @@ def _outcome(ctx: LinkContext, cmp: Comparison, fit: EMFit, wa: np.ndarray, wd: 
                                                     "weights instead of each record's best set"),
               Param("max_iter", int, 1000, help="most EM cycles"),
               Param("match_proportion", object, "known", type_name="'known', None or number",
-                    help="share of matches among the n·n' pairs: 'known' fixes "
-                         "min(n,n')/(n·n'), None estimates it by EM, a number fixes it")))
+                    help="share of matches among the compared pairs: 'known' fixes "
+                         "min(n,n')/(n·n') (with blocking Σ min(n_k,n'_k)/Σ n_k·n'_k over "
+                         "the blocks), None estimates it by EM, a number fixes it")))
 def prl(ctx: LinkContext, q: int = 10, tol: Any = None, max_fp: float = 0.01,
         max_fn: float = 0.01, one_to_one: bool = False, max_iter: int = 1000,
         match_proportion: Any = "known") -> Outcome:
