@@ -99,3 +99,30 @@ def test_cli_study_block(tmp_path):
     assert r.exit_code == 0, r.output
     assert "within blocks of g" in " ".join(r.output.split())
     assert json.loads((out / "study.json").read_text())["block"] == ["g"]
+
+
+@pytest.mark.parametrize("value, keys", [("g", ("g",)), (["g", "x0"], ("g", "x0")),
+                                         ("g, x0", ("g", "x0")), ([], None)])
+def test_block_in_the_study_file(tmp_path, value, keys):
+    data = tmp_path / "keyed.csv"
+    keyed_file(data)
+    assert load_config({**_config(data), "block": value}).block == keys
+
+
+@pytest.mark.parametrize("value, match", [(["g", "g"], "named twice"), (3, "block must be")])
+def test_bad_block_in_the_study_file(tmp_path, value, match):
+    data = tmp_path / "keyed.csv"
+    keyed_file(data)
+    with pytest.raises(LinkriskError, match=match):
+        load_config({**_config(data), "block": value})
+
+
+def test_block_argument_replaces_the_file(tmp_path):
+    data = tmp_path / "keyed.csv"
+    keyed_file(data)
+    cfg = {**_config(data), "attacks": ["dbrl"], "replications": 1, "block": "h"}
+    with pytest.raises(LinkriskError, match="blocking key 'h' is not a column"):
+        linkrisk.study(cfg, out_dir=tmp_path / "a", processes=1)  # the file's key is used
+    res = linkrisk.study(cfg, out_dir=tmp_path / "b", processes=1, block="g")
+    assert json.loads((tmp_path / "b" / "study.json").read_text())["block"] == ["g"]
+    assert (res.rows["error"] == "").all()

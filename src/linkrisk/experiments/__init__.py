@@ -25,7 +25,7 @@ from .. import fileio
 from ..datasets import resolve_data_dir
 from ..errors import LinkriskError
 from ..fileio import atomic_write_text
-from .config import Study, builtin_names, load_config
+from .config import Study, block_keys, builtin_names, load_config
 from .runner import default_processes, expand, replication_seeds, run_tasks
 
 GROUP = ["dataset", "masking", "param", "value", "qi", "kind", "name"]
@@ -161,18 +161,15 @@ def study(
     ``cache/`` (completed replications: a rerun skips them). An ``out_dir`` holding another
     study is refused unless ``force``. Reference datasets are read from the files packaged
     with linkrisk; ``data_dir`` (else ``$LINKRISK_DATA``) names a folder overriding them.
-    ``block``: blocking keys (``"region,sex"`` or a list) of every attack: records are
+    ``block``: blocking keys (``"region,sex"`` or a list; replaces the study file's
+    ``block`` setting) of every attack: records are
     compared only within blocks of equal keys (docs/methods.md, "Blocking"); the keys are
     released unmasked and are not QIs (a dataset naming one as a QI or masked column is
     refused); ``study.json`` and the summaries name them."""
-    from ..data import parse_columns
-
     st = load_config(config, quick=quick)
-    keys = parse_columns(block)
-    if keys:
-        if len(set(keys)) != len(keys):
-            raise LinkriskError("a blocking key is named twice")
-        st = dataclasses.replace(st, block=tuple(keys))
+    keys = block_keys(block, "block")
+    if keys:  # the argument (--block) replaces the study file's keys
+        st = dataclasses.replace(st, block=keys)
     # the reference files ship with linkrisk; a folder (argument or $LINKRISK_DATA) only
     # overrides them, and a bad one is refused here, before any work
     data_dir = resolve_data_dir(data_dir)

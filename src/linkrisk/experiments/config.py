@@ -161,7 +161,7 @@ def _validate(d: dict[str, Any], source: str, quick: Mapping[str, Any]) -> Study
     naming ``source``); ``quick`` is the config's ``[quick]`` reduction (empty if unused)."""
     name = str(d.get("name") or Path(source).stem)
     known = {"name", "description", "seed", "replications", "datasets", "masking", "attacks",
-             "known_attributes", "measures", "max_values", "published"}
+             "known_attributes", "measures", "max_values", "published", "block"}
     extra = set(d) - known
     if extra:
         raise LinkriskError(f"{source}: unknown setting {sorted(extra)[0]!r}; "
@@ -192,7 +192,24 @@ def _validate(d: dict[str, Any], source: str, quick: Mapping[str, Any]) -> Study
     if reps < 1:
         raise LinkriskError(f"{source}: replications must be at least 1")
     return Study(name, str(d.get("description", "")), int(d.get("seed", 0)), reps, datasets,
-                 masking, attacks, known_attrs, measures, source, bool(d.get("published")))
+                 masking, attacks, known_attrs, measures, source, bool(d.get("published")),
+                 block_keys(d.get("block"), source))
+
+
+def block_keys(block: Any, where: str) -> tuple[str, ...] | None:
+    """Blocking keys of a study (``block = "region,sex"`` or a list of column names in the
+    file, or ``study(block=)``): a tuple of distinct names, None for none."""
+    from ..data import parse_columns
+
+    if block is not None and not isinstance(block, (str, list, tuple)):
+        raise LinkriskError(f"{where}: block must be a column name, a comma-separated "
+                            "string or a list of column names")
+    keys = parse_columns(list(map(str, block)) if isinstance(block, (list, tuple)) else block)
+    if not keys:
+        return None
+    if len(set(keys)) != len(keys):
+        raise LinkriskError(f"{where}: a blocking key is named twice")
+    return tuple(keys)
 
 
 def _dataset(e: Any, i: int, source: str) -> DatasetSpec:
