@@ -79,11 +79,11 @@ def windows(a_pos: tuple[np.ndarray, np.ndarray], b_pos: tuple[np.ndarray, np.nd
 
 @nb.njit(cache=True)
 def _restricted_dbrl(a, b, order, place, start, end, truth, rid, union, rtol, seed,
-                     block_a, block_b, out_min, out_count, out_true, out_ts, out_link,
+                     blocked, block_a, block_b, out_min, out_count, out_true, out_ts, out_link,
                      out_size):
     """For each A row: the restricted set (intersection, or maximal-count records for the
-    union variant) among the records of its block (``block_a[i] == block_b[b]``; all zeros
-    without blocking), then the DBRL candidate set inside it with the common tie rule.
+    union variant) among the records of its block (``block_a[i] == block_b[b]``, tested
+    only when ``blocked``: unblocked, the window scan does no extra gather), then the DBRL candidate set inside it with the common tie rule.
     ``out_size`` = size of the restricted set (0: empty, caller falls back to DBRL)."""
     n_a, m = a.shape
     n_b = b.shape[0]
@@ -93,12 +93,13 @@ def _restricted_dbrl(a, b, order, place, start, end, truth, rid, union, rtol, se
     cnt = np.zeros(n_b, np.int32)
     for i in range(n_a):
         size = 0
+        ba = block_a[i]
         if union:
             top = 0
             for j in range(m):
                 for k in range(start[j, i], end[j, i]):
                     bi = order[j, k]
-                    if block_b[bi] != block_a[i]:
+                    if blocked and block_b[bi] != ba:
                         continue
                     if cnt[bi] == 0:
                         buf[size] = bi
@@ -121,7 +122,7 @@ def _restricted_dbrl(a, b, order, place, start, end, truth, rid, union, rtol, se
                     js = j
             for k in range(start[js, i], end[js, i]):
                 bi = order[js, k]
-                ok = block_b[bi] == block_a[i]
+                ok = not blocked or block_b[bi] == ba
                 for j in range(m):
                     if ok and j != js:
                         p = place[j, bi]
@@ -184,7 +185,8 @@ def _rank_swap_attack(ctx: LinkContext, p: float, union: bool) -> Outcome:
     # a missing key (−1) matches nothing, not another missing key
     block_b = np.zeros(ctx.n_b, np.int64) if blk is None else np.where(blk.b < 0, -2, blk.b)
     _restricted_dbrl(sp.a, sp.b, order, place, start, end, truth, rid, union, RTOL, ctx.seed,
-                     block_a, block_b, out_min, out_count, out_true, out_ts, out_link, size)
+                     blk is not None, block_a, block_b, out_min, out_count, out_true, out_ts,
+                     out_link, size)
     empty = np.flatnonzero(size == 0)
     if empty.size:  # no released record in every window: plain DBRL for those records
         sub = ctx.nearest(sp.a[empty], sp.b, sp.metric, rows=empty).sets
