@@ -60,6 +60,22 @@ def _columns(spec: Any, what: str) -> tuple[str, ...] | None:
                         f"got {spec!r}")
 
 
+def block_keys(spec: Any, where: str = "") -> tuple[str, ...] | None:
+    """Blocking keys (``"region,sex"`` or a list of names) checked once for every caller
+    (:class:`LinkSettings`, a study file's ``block``, ``choose``): names, each given once;
+    None when none. ``where`` prefixes the error (a study file's path)."""
+    pre = f"{where}: " if where else ""
+    try:
+        keys = _columns(spec, "block")
+    except LinkriskError as exc:
+        raise LinkriskError(pre + str(exc)) from None
+    if not keys:
+        return None
+    if len(set(keys)) != len(keys):
+        raise LinkriskError(f"{pre}a blocking key is named twice")
+    return keys
+
+
 @dataclass(frozen=True)
 class LinkSettings:
     """How a linkage is set up: every option an attack shares, validated once.
@@ -132,9 +148,7 @@ class LinkSettings:
         put = object.__setattr__  # the one place fields are set: validation of a new object
         put(self, "qi", _columns(self.qi, "qi"))
         put(self, "ids", _columns(self.ids, "ids"))
-        put(self, "block", _columns(self.block, "block") or None)
-        if self.block is not None and len(set(self.block)) != len(self.block):
-            raise LinkriskError("a blocking key is named twice")
+        put(self, "block", block_keys(self.block))
         if self.kinds is not None and not isinstance(self.kinds, (Mapping, str)):
             raise LinkriskError(f"kinds must be a mapping column → kind, got {self.kinds!r}")
         kinds = parse_kinds(self.kinds)

@@ -22,10 +22,11 @@ import numpy as np
 import pandas as pd
 
 from .. import fileio
+from ..attacks.settings import block_keys
 from ..datasets import resolve_data_dir
 from ..errors import LinkriskError
 from ..fileio import atomic_write_text
-from .config import Study, block_keys, builtin_names, load_config
+from .config import Study, builtin_names, load_config
 from .runner import default_processes, expand, replication_seeds, run_tasks
 
 GROUP = ["dataset", "masking", "param", "value", "qi", "kind", "name"]
@@ -167,7 +168,7 @@ def study(
     released unmasked and are not QIs (a dataset naming one as a QI or masked column is
     refused); ``study.json`` and the summaries name them."""
     st = load_config(config, quick=quick)
-    keys = block_keys(block, "block")
+    keys = block_keys(block)
     if keys:  # the argument (--block) replaces the study file's keys
         st = dataclasses.replace(st, block=keys)
     # the reference files ship with linkrisk; a folder (argument or $LINKRISK_DATA) only

@@ -17,6 +17,7 @@ except ModuleNotFoundError:  # Python 3.10: the same parser as the tomli package
     import tomli as tomllib  # type: ignore[no-redef]
 
 from ..attacks import ATTACKS, attack_params
+from ..attacks.settings import block_keys
 from ..datasets import REFERENCE
 from ..errors import LinkriskError
 from ..masking import METHODS
@@ -194,22 +195,6 @@ def _validate(d: dict[str, Any], source: str, quick: Mapping[str, Any]) -> Study
     return Study(name, str(d.get("description", "")), int(d.get("seed", 0)), reps, datasets,
                  masking, attacks, known_attrs, measures, source, bool(d.get("published")),
                  block_keys(d.get("block"), source))
-
-
-def block_keys(block: Any, where: str) -> tuple[str, ...] | None:
-    """Blocking keys of a study (``block = "region,sex"`` or a list of column names in the
-    file, or ``study(block=)``): a tuple of distinct names, None for none."""
-    from ..data import parse_columns
-
-    if block is not None and not isinstance(block, (str, list, tuple)):
-        raise LinkriskError(f"{where}: block must be a column name, a comma-separated "
-                            "string or a list of column names")
-    keys = parse_columns(list(map(str, block)) if isinstance(block, (list, tuple)) else block)
-    if not keys:
-        return None
-    if len(set(keys)) != len(keys):
-        raise LinkriskError(f"{where}: a blocking key is named twice")
-    return tuple(keys)
 
 
 def _dataset(e: Any, i: int, source: str) -> DatasetSpec:

@@ -110,11 +110,10 @@ def _block_keys(df: pd.DataFrame, name: str, block: str | Sequence[str] | None,
                 sens: Sequence[str]) -> list[str]:
     """The blocking keys, checked: columns of the file, named once, and neither QIs,
     confidential nor sensitive (the attacker knows them exactly; they are not masked)."""
+    from ...attacks.settings import block_keys
     from ...data import parse_columns
 
-    keys = parse_columns(block) or []
-    if len(set(keys)) != len(keys):
-        raise LinkriskError("a blocking key is named twice")
+    keys = list(block_keys(block) or ())
     for c in keys:
         if c not in df.columns:
             raise LinkriskError(f"blocking key {c!r} is not in {name}")
