@@ -62,7 +62,8 @@ from typing import Any
 import numpy as np
 
 from ..engine.blocking import blocked_matching
-from ..engine.matching.knn import count_within, kth_cost, pair_costs
+from ..engine.matching.dense import pair_costs
+from ..engine.matching.knn import count_within, kth_cost
 from ..engine.matching.solver import (
     DEFAULT_K,
     DEFAULT_K_LIST,

@@ -208,7 +208,9 @@ def test_auto_mode_follows_the_kernels_cache_and_its_rent(monkeypatch, tmp_path)
 
     monkeypatch.setattr(fresh._cache._cache_file, "_index_path", str(tmp_path / "f.nbi"))
     monkeypatch.setattr(small, "_spent", 0)
+    monkeypatch.setattr(small, "_deferred", False)
     assert small.is_usable_for(pw, fresh) and small.is_usable_for(pw, wrapper)
+    assert small.deferred()  # a kernel left uncompiled: the CLI compiles it in the background
     (tmp_path / "f.nbi").write_bytes(b"")  # numba's index of a cached version
     assert small.kernel_ready(fresh) and small.kernel_ready(wrapper)
     assert not small.is_usable_for(pw, wrapper)
@@ -223,8 +225,10 @@ def test_auto_mode_follows_the_kernels_cache_and_its_rent(monkeypatch, tmp_path)
     assert small.is_usable_for(pw, lambda x: x)  # calls no kernel: nothing to wait for
     monkeypatch.setattr(small, "_spent", small.RENT)
     assert not small.is_usable_for(pw, lambda x: x)
+    monkeypatch.setattr(small, "_deferred", False)
     with small.mode("always"):
         assert small.is_usable_for(pw, nearest_block)
+    assert not small.deferred()  # "always" took it by choice, not for a missing kernel
     with small.mode("off"):
         monkeypatch.setattr(small, "_spent", 0)
         assert not small.is_usable_for(pw, lambda x: x)
@@ -233,3 +237,21 @@ def test_auto_mode_follows_the_kernels_cache_and_its_rent(monkeypatch, tmp_path)
 def test_mode_names():
     with pytest.raises(ValueError, match="small path mode"), small.mode("never"):
         pass
+
+
+def test_blocks_on_threads_give_the_single_block_result(monkeypatch):
+    """The row blocks run on a thread pool: any block size (one row, a few, all) gives the
+    same minimum, set size, true score and link of every row."""
+    rng = np.random.default_rng(5)
+    a = rng.integers(0, 4, (97, 3)).astype(float)
+    b = rng.integers(0, 4, (61, 3)).astype(float)
+    truth = rng.integers(-1, 61, 97)
+    pw = Pairwise.build(a, b, "l1", transpose=False)
+    rid = np.arange(97)
+    got = []
+    for elements in (61, 61 * 7, 61 * 97, 1 << 18):
+        monkeypatch.setattr(small, "BLOCK_ELEMENTS", elements)
+        got.append(small.small_sets(pw, truth, rid, rtol=1e-9, seed=3, cap=4))
+    for other in got[1:]:
+        for x, y in zip(got[0], other, strict=True):
+            assert np.array_equal(x, y)

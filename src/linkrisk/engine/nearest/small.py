@@ -30,29 +30,36 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from numba.core.registry import CPUDispatcher as Dispatcher
 
-from .kernels import KERNEL, L1, MIXED, SQEUCLIDEAN, Pairwise
+from .kernels import KERNEL, L1, LINF, MIXED, SQEUCLIDEAN, Pairwise
 from .rules import Progress, pick_np, splitmix_np, tie_threshold_np
 
 #: largest n_a·n_b the small path takes (see benchmarks/README.md, "Start-up")
 MAX_PAIRS = 4_000_000
 
 #: work (pairs × (attributes + 4)) the small path does in one process before it leaves the
-#: problems to the kernels, compiling them: a command with many small searches (``assess``'s
-#: scenarios) pays the compilation once rather than numpy's slower scan every time
-RENT = 300_000_000
+#: problems to the kernels, compiling them: about 12 s of numpy scans on the development
+#: machine (≈ 1 ns a unit), below the ~17 s of compiling the kernels ``assess`` uses, so
+#: ``assess`` on a file of ~1,000 records (Census: 4.1·10⁹ units) compiles nothing, and a
+#: command with many larger searches pays the compilation once rather than numpy's slower
+#: scan every time (benchmarks/README.md, "Start-up")
+RENT = 12_000_000_000
 
-#: elements of one dense score block (rows × n_b doubles, plus one temporary)
-BLOCK_ELEMENTS = 1 << 15
+#: elements of one dense score block (rows × n_b doubles, plus one temporary), a thread's
+#: work item: 2 MiB, large enough that numpy's per-call cost is small against it
+BLOCK_ELEMENTS = 1 << 18
 
 #: numba's ``float ** int`` falls back on ``pow`` above this exponent
 _MAX_DEGREE = 0x10000
 
 _mode = "auto"
 _spent = 0
+_deferred = False
+_threads: ThreadPoolExecutor | None = None
 _ready: set[str] = set()
 
 
@@ -68,7 +75,20 @@ def is_usable_for(pw: Pairwise, kernel: Callable) -> bool:
         return False
     if pw.code == KERNEL and abs(pw.degree) > _MAX_DEGREE:
         return False
-    return _mode == "always" or (_spent < RENT and not kernel_ready(kernel))
+    if _mode == "always":
+        return True
+    take = _spent < RENT and not kernel_ready(kernel)
+    if take:
+        global _deferred
+        _deferred = True
+    return take
+
+
+def deferred() -> bool:
+    """Whether this process took the small path because a kernel was not compiled: the
+    command line then compiles the kernels in the background for the next run
+    (:mod:`linkrisk.engine.background`)."""
+    return _deferred
 
 
 def kernel_ready(kernel: Callable) -> bool:
@@ -136,17 +156,32 @@ def block_scores(pw: Pairwise, r0: int, r1: int) -> np.ndarray:
     """Scores of rows r0…r1−1 of ``pw.x`` against every row of ``pw.y`` (a (r1−r0) × n_b
     array), with the bits of :func:`~.kernels.tile_scores`."""
     with np.errstate(all="ignore"):  # overflow and NaN as in the kernels, silently
-        return _scores(pw, r0, r1)
+        return _scores(pw, pw.x[r0:r1], pw.y, pw.kxx[r0:r1, None], pw.kyy, outer=True)
 
 
-def _scores(pw: Pairwise, r0: int, r1: int) -> np.ndarray:
-    a, b = pw.x[r0:r1], pw.y
+def pair_scores(pw: Pairwise, ia: np.ndarray, ib: np.ndarray) -> np.ndarray:
+    """Scores of the pairs (x[ia[p]], y[ib[p]]) (indices ≥ 0), the bits of
+    :func:`~.kernels.pair_score`."""
+    with np.errstate(all="ignore"):
+        return _scores(pw, pw.x[ia], pw.y[ib], pw.kxx[ia], pw.kyy[ib], outer=False)
+
+
+def _scores(pw: Pairwise, a: np.ndarray, b: np.ndarray, kx: np.ndarray, ky: np.ndarray,
+            *, outer: bool) -> np.ndarray:
+    """Every row of ``a`` against every row of ``b`` (``outer``), else row p against row
+    p; ``kx``/``ky``: their K(x,x)/K(y,y), shaped to broadcast as the scores."""
     m = a.shape[1]
-    acc = np.zeros((r1 - r0, b.shape[0]))
+    acc = np.empty((a.shape[0], b.shape[0]) if outer else a.shape[0])
     tmp = np.empty_like(acc)
     code = pw.code
+    # the kernels sum from 0.0; 0.0 + t is t for a first term (a−b)² or |a−b| (never
+    # −0.0), so that term is written into acc directly: no zero fill, one addition fewer
+    direct = m > 0 and (code in (SQEUCLIDEAN, L1)
+                        or (code == MIXED and pw.tables.size[0] == 0))
+    if not direct:
+        acc.fill(0.0)
     for j in range(m):
-        aj, bj = a[:, j:j + 1], b[:, j]
+        aj, bj = (a[:, j:j + 1] if outer else a[:, j]), b[:, j]
         if code == MIXED and pw.tables.size[j] > 0:
             size = pw.tables.size[j]
             base = pw.tables.off[j] + aj.astype(np.int64) * size
@@ -156,21 +191,22 @@ def _scores(pw: Pairwise, r0: int, r1: int) -> np.ndarray:
             np.multiply(aj, bj, out=tmp)
             acc += tmp
             continue
-        np.subtract(aj, bj, out=tmp)
+        first = direct and j == 0
+        d = acc if first else tmp
+        np.subtract(aj, bj, out=d)
         if code in (SQEUCLIDEAN, MIXED):
-            tmp *= tmp
-            acc += tmp
-        elif code == L1:
-            np.abs(tmp, out=tmp)
-            acc += tmp
-        else:  # LINF: acc = d where d > acc (a NaN d is skipped, as in the kernel)
-            np.abs(tmp, out=tmp)
-            np.fmax(acc, tmp, out=acc)
+            d *= d
+        else:  # L1, LINF
+            np.abs(d, out=d)
+        if code == LINF:  # acc = d where d > acc (a NaN d is skipped, as in the kernel)
+            np.fmax(acc, d, out=acc)
+        elif not first:
+            acc += d
     if code == KERNEL:
         acc += 1.0
         k = _int_power(acc, pw.degree)
         k *= 2.0
-        acc = pw.kxx[r0:r1, None] + pw.kyy[None, :]
+        acc = kx + ky
         acc -= k
     return acc
 
@@ -189,45 +225,94 @@ def small_sets(pw: Pairwise, truth: np.ndarray, rid: np.ndarray, *, rtol: float,
     out_link = np.empty(n_a, np.int64)
     global _spent
     _spent += n_a * n_b * (pw.x.shape[1] + 4)
-    rows = max(1, min(n_a, BLOCK_ELEMENTS // n_b))
-    for r0 in range(0, n_a, rows):
+    # blocks of at most BLOCK_ELEMENTS scores, as many as a multiple of the threads
+    threads = _pool()._max_workers
+    blocks = -(-max(1, n_a * n_b // BLOCK_ELEMENTS) // threads) * threads
+    rows = max(1, min(n_a, BLOCK_ELEMENTS // n_b, -(-n_a // blocks)))
+
+    def one(r0: int) -> bool:
         r1 = min(r0 + rows, n_a)
         s = block_scores(pw, r0, r1)
-        if np.isneginf(s).any():
+        return _settle_block(s, truth[r0:r1], rid[r0:r1], rtol, seed, cap, out_min[r0:r1],
+                             out_count[r0:r1], out_ts[r0:r1], out_link[r0:r1])
+
+    # blocks write disjoint rows, and numpy releases the GIL in its loops: the blocks run
+    # on the cores the kernels would use (each row's result does not depend on the order)
+    starts = range(0, n_a, rows)
+    done = map(one, starts) if len(starts) < 2 else _pool().map(one, starts)
+    for r0, fine in zip(starts, done, strict=True):
+        if not fine:
             return None
-        _settle_block(s, truth[r0:r1], rid[r0:r1], rtol, seed, cap, out_min[r0:r1],
-                      out_count[r0:r1], out_ts[r0:r1], out_link[r0:r1])
         if progress is not None:
-            progress(r1, n_a)
+            progress(min(r0 + rows, n_a), n_a)
     return out_min, out_count, out_ts, out_link
+
+
+def _pool() -> ThreadPoolExecutor:
+    """The small path's threads: as many as numba's (``NUMBA_NUM_THREADS``), made once."""
+    global _threads
+    if _threads is None:
+        from numba import config
+
+        _threads = ThreadPoolExecutor(max(1, int(config.NUMBA_NUM_THREADS)),
+                                      thread_name_prefix="linkrisk-small")
+    return _threads
 
 
 def _settle_block(s: np.ndarray, truth: np.ndarray, rid: np.ndarray, rtol: float,
                   seed: int, cap: int, out_min: np.ndarray, out_count: np.ndarray,
-                  out_ts: np.ndarray, out_link: np.ndarray) -> None:
-    """The tie rule on a block of score rows, written into the ``out_*`` slices."""
+                  out_ts: np.ndarray, out_link: np.ndarray) -> bool:
+    """The tie rule on a block of score rows, written into the ``out_*`` slices; False
+    (nothing written) when a minimum is −∞. Most rows have one record in C(a), their
+    first minimum, which a second-smallest score above the threshold proves: two cheap
+    row minima instead of a comparison and a count over the block. Only the other rows
+    are compared and listed."""
     nr, n_b = s.shape
-    best = s.min(axis=1)
+    rr = np.arange(nr)
+    arg = s.argmin(axis=1)  # the first minimum; the first NaN on a row that has one
+    best = s[rr, arg]
     nan = np.flatnonzero(np.isnan(best))
     for r in nan:  # NaN is never a minimum; a row of NaN only has minimum ∞ and no set
         row = s[r][~np.isnan(s[r])]
         best[r] = row.min() if row.size else np.inf
+    if np.isneginf(best).any():  # a −∞ score is its row's minimum
+        return False
     thr = tie_threshold_np(best, rtol)
-    rows, cols = np.nonzero(s <= thr[:, None])
-    count = np.bincount(rows, minlength=nr)
-    start = np.cumsum(count) - count
-    link = np.full(nr, -1, np.int64)
-    has = count > 0
-    k = pick_np(seed, rid[has], count[has])
-    link[has] = cols[start[has] + k]
-    over = np.flatnonzero(_overflows(s, best, count, start, cols, rtol, cap))
-    if over.size:  # the kernel's recount: reservoir sampling over C in file order
-        link[over] = cols[start[over] + _reservoir(count[over], seed, rid[over])]
+    held = s[rr, arg]
+    s[rr, arg] = np.inf
+    several = s.min(axis=1) <= thr  # a second record in C(a) (false on NaN rows)
+    s[rr, arg] = held
+    several[nan] = True  # there ``arg`` is a NaN's position, not C's member
+    count = np.ones(nr, np.int64)
+    link = arg.astype(np.int64)
+    many = np.flatnonzero(several)
+    if many.size:
+        _settle_many(s[many], thr[many], best[many], rid[many], rtol, seed, cap,
+                     count, link, many)
     ok = (truth >= 0) & (truth < n_b)
     out_ts[ok] = s[np.flatnonzero(ok), truth[ok]]
     out_min[:] = best
     out_count[:] = count
     out_link[:] = link
+    return True
+
+
+def _settle_many(s: np.ndarray, thr: np.ndarray, best: np.ndarray, rid: np.ndarray,
+                 rtol: float, seed: int, cap: int, count: np.ndarray, link: np.ndarray,
+                 where: np.ndarray) -> None:
+    """|C(a)| and the link of the rows ``where`` (several records in C(a), or a NaN
+    first minimum), drawn as the kernel draws them, into ``count`` and ``link``."""
+    rows, cols = np.nonzero(s <= thr[:, None])
+    cnt = np.bincount(rows, minlength=s.shape[0])
+    start = np.cumsum(cnt) - cnt
+    got = np.full(s.shape[0], -1, np.int64)
+    has = cnt > 0
+    got[has] = cols[start[has] + pick_np(seed, rid[has], cnt[has])]
+    over = np.flatnonzero(_overflows(s, best, cnt, start, cols, rtol, cap))
+    if over.size:  # the kernel's recount: reservoir sampling over C in file order
+        got[over] = cols[start[over] + _reservoir(cnt[over], seed, rid[over])]
+    count[where] = cnt
+    link[where] = got
 
 
 def _overflows(s: np.ndarray, best: np.ndarray, count: np.ndarray, start: np.ndarray,
