@@ -12,6 +12,9 @@ os.environ.pop("LINKRISK_DATA", None)
 # when it is created (at the import of linkrisk.cli): tests that pass their own COLUMNS to a
 # CliRunner would then get 80 columns or not depending on the worker. Tests set it themselves.
 os.environ.pop("COLUMNS", None)
+# A cold command line run starts a detached background compilation of the kernels
+# (linkrisk.engine.background); the tests' many subprocesses must not. Its own tests set it.
+os.environ["LINKRISK_BACKGROUND_COMPILE"] = "0"
 
 
 @pytest.fixture(scope="session")

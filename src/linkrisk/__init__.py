@@ -188,7 +188,7 @@ def choose(original, methods=None, **kw):
     return _choose(original, methods, **kw)
 
 
-def warmup(progress=None):
+def warmup(progress=None, masking=True):
     """Compile the numeric kernels of every attack, measure and masking method now, so
     that no later run waits for numba (``linkrisk warmup``; issue 43).
 
@@ -202,6 +202,10 @@ def warmup(progress=None):
     ----------
     progress : callable, optional
         Called with the label of each step before it runs.
+    masking : bool, default True
+        False: the attacks' kernels only (the background compilation after a cold
+        command, :mod:`linkrisk.engine.background`, which never deferred a masking
+        kernel).
 
     Returns
     -------
@@ -232,7 +236,7 @@ def warmup(progress=None):
     # small problems take the kernels too here (engine/nearest/small.py): compile them
     with warnings.catch_warnings(), small.mode("off"):
         warnings.simplefilter("ignore")
-        for name in METHODS:
+        for name in METHODS if masking else ():
             for kind, df in (("numeric", num), ("categorical", cat)):
                 step(f"mask {name} ({kind})", lambda name=name, df=df: mask(df, name, seed=1))
         swapped = mask(num, "rank_swap", seed=1, p=5)

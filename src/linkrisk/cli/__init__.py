@@ -170,7 +170,8 @@ def main(argv: list[str] | None = None) -> None:
             term = isinstance(exc, Interrupted) and str(exc) == "SIGTERM"
             _fail(f"{'terminated' if term else 'interrupted'}; no output was written",
                   143 if term else 130)
-        except _EXIT as exc:
+        except _EXIT as exc:  # assess --max-risk exceeded (3) among them: a result too
+            _compile_later()
             sys.exit(exc.exit_code)
         except _USAGE as exc:  # usage errors: one line (the help when no argument at all)
             if type(exc).__name__ == "NoArgsIsHelpError":
@@ -181,5 +182,18 @@ def main(argv: list[str] | None = None) -> None:
             _fail(exc.format_message() + where, exc.exit_code)
         except MemoryError:
             _fail("out of memory; lower --memory or link fewer records", 1)
+    _compile_later()
     sys.exit(rv if isinstance(rv, int) else 0)
+
+
+def _compile_later() -> None:
+    """After a command that scanned small problems with numpy because their kernels were
+    not compiled: compile those in the background for the next run, and say so once."""
+    from linkrisk.engine import background
+
+    pid = background.start_if_deferred()
+    if pid is not None:
+        err.print(f"note: compiling linkrisk's kernels in the background for later runs "
+                  f"(pid {pid}, about a minute of one core at low priority; "
+                  f"{background.ENV}=0 turns this off)", soft_wrap=True, highlight=False)
 

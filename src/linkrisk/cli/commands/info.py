@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from pathlib import Path
@@ -115,6 +116,20 @@ def datasets(
                              f"the override folder {escape(str(d))}"), highlight=False)
 
 
+def _background_warmup() -> None:
+    """``warmup --background``: nice 19, the lock of :mod:`linkrisk.engine.background`
+    (nothing to do when another process holds it), the attacks' kernels only."""
+    import os
+
+    from linkrisk.engine import background
+
+    with contextlib.suppress(OSError):
+        os.nice(19)
+    with background.hold_lock() as mine:
+        if mine:
+            linkrisk.warmup(masking=False)
+
+
 def _found(name: str, d: Path) -> bool:
     try:
         linkrisk.datasets.locate(name, d)
@@ -123,12 +138,20 @@ def _found(name: str, d: Path) -> bool:
     return True
 
 
-def warmup() -> None:
+def warmup(
+    background: Annotated[bool, typer.Option(
+        "--background", help="what a cold command starts by itself: the attacks' kernels "
+        "only, at the lowest CPU priority, silently, one process per cache "
+        "(LINKRISK_BACKGROUND_COMPILE=0 turns that off)")] = False,
+) -> None:
     """Compile the numeric kernels of every attack and masking method now (a few minutes,
     once per install: later runs load them from numba's cache instead of compiling on
     first use). Running it again only loads them."""
     import os
 
+    if background:
+        _background_warmup()
+        return
     t0 = time.perf_counter()
     where = os.environ.get("NUMBA_CACHE_DIR") or "__pycache__ beside linkrisk's sources"
     err.print(f"compiling into numba's cache ({escape(where)}) …", soft_wrap=True)
