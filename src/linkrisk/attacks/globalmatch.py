@@ -40,7 +40,14 @@ Options (docs/methods.md):
 Missing values (docs/methods.md, "Missing values"): the cost of a pair is the distance over
 the attributes observed in both (as for the per-record attacks); the dense cost matrix is
 built per pair of missingness patterns and solved densely when it fits the memory budget
-(:func:`missing_costs`), larger files are refused.
+(:func:`missing_costs`), larger files are refused. With blocking, one dense matrix and one
+matching per block (the largest block's matrix must fit the budget).
+
+Blocking (docs/methods.md, "Blocking"): one matching per block. AGDBRL's ranks count the
+records of a's block and h is the maximum of h(a) over the records of every block whose
+true image is in their block; a record whose true image is in another block has no rank
+for it and keeps every record of its block (so that each block's graph still holds a
+matching of its smaller side when every record has a true image).
 
 Exactness: small files use a dense solver; large ones a k-NN candidate graph whose
 optimum is certified for the complete graph by LP duality (``certified`` in the result's
@@ -57,11 +64,12 @@ as DBRL does.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
-from ..engine.blocking import blocked_matching
+from ..engine.blocking import Blocks, blocked_matching, local_truth
 from ..engine.matching.dense import pair_costs
 from ..engine.matching.knn import count_within, kth_cost
 from ..engine.matching.solver import (
@@ -70,6 +78,7 @@ from ..engine.matching.solver import (
     DENSE_MAX_N,
     SCREEN_K,
     Matching,
+    dense_matrix_matching,
     min_cost_matching,
 )
 from ..engine.nearest import NearestSets, Pairwise
@@ -152,23 +161,17 @@ def gdbrl(
     kw: dict[str, Any] = {"d": d} if metric == "kernel" else {}
     if not standardize:
         kw["standardize"] = False
-    if ctx.blocks is not None and (approx is not None or ctx.has_missing):
-        raise LinkriskError("gdbrl with blocking does not take "
-                            + ("approx (AGDBRL)" if approx is not None else "missing values")
-                            + " yet; run it without --block, or use dbrl")
     if ctx.has_missing:
         return _missing(ctx, metric, kw, delta, approx, solver, ties)
     sp = space(ctx, metric, **kw)
     pw = Pairwise.build(sp.a, sp.b, sp.metric, root=sp.root, transpose=False, **sp.kw)
-    truth = np.asarray(ctx.truth, np.int64)
-    if ctx.blocks is not None:  # a partner in another block is no true pair of the matching
-        truth = np.where(ctx.blocks.linkable(truth), truth, -1)
+    truth, away = _block_truth(ctx)
     has = truth >= 0
     true_cost = np.full(n_a, np.inf)
     true_cost[has] = pair_costs(pw, np.flatnonzero(has), truth[has])
     extra: dict[str, Any] = {"metric": metric}
     dlt = _delta(delta, has, true_cost, extra)
-    row_limit = _row_limit(approx, pw, has, true_cost, extra)
+    row_limit = _row_limit(approx, pw, has, true_cost, extra, ctx.blocks, away)
     opts = dict(metric=sp.metric, root=sp.root, delta=dlt, solver=solver, k=k, k_list=k_list,
                 dense_max_n=dense_max_n, ties=ties, seed=ctx.seed,
                 memory_budget=ctx.memory_budget, **sp.kw)
@@ -176,7 +179,8 @@ def gdbrl(
         res = min_cost_matching(pw.x, pw.y, row_limit=row_limit, progress=ctx.progress,
                                 **opts)
     else:  # one matching per block (docs/methods.md, "Blocking")
-        res = blocked_matching(pw, ctx.blocks, progress=ctx.progress, **opts)
+        res = blocked_matching(pw, ctx.blocks, row_limit=row_limit, progress=ctx.progress,
+                               **opts)
     sets = _sets(res, truth, true_cost, extra)
     extra.update(ties=ties)
     extra.update({k_: v for k_, v in res.info.items() if k_ not in ("k",)})
@@ -200,30 +204,39 @@ class _Captured:
         self.got = (obs_a, obs_b, build)
 
 
-def missing_costs(ctx: LinkContext, metric: str, kw: dict[str, Any]
-                  ) -> tuple[np.ndarray, np.ndarray]:
-    """(cost, no_info): the dense n_a × n_b matrix of the distances d(a, b) over the
-    attributes observed in both records (docs/methods.md, "Missing values": the same
-    distance as the per-record attack of that metric, square-rooted for ``euclidean``),
-    built per pair of missingness patterns with the engine's kernels; ``no_info`` marks the
-    pairs with no numeric attribute in common (d = +∞)."""
-    from ..engine.matching.knn import dense_costs
-    from ..engine.nearest.missing import check_pattern_count, patterns
+def missing_space(ctx: LinkContext, metric: str, kw: dict[str, Any]
+                  ) -> tuple[np.ndarray, np.ndarray, Any]:
+    """(obs_a, obs_b, build): the observed cells of both files and the pattern-pair builder
+    of :func:`~linkrisk.attacks.distance.missing_linked` (transforms of the whole files)."""
     from .distance import missing_linked
 
     cap = _Captured(ctx)
     missing_linked(cap, metric, **kw)  # type: ignore[arg-type]
     assert cap.got is not None
-    obs_a, obs_b, build = cap.got
-    root = metric == "euclidean"
-    pa, ga = patterns(obs_a)
-    pb, gb = patterns(obs_b)
+    return cap.got
+
+
+def missing_costs(space: tuple[np.ndarray, np.ndarray, Any], ia: np.ndarray, ib: np.ndarray,
+                  root: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(cost, no_info): the dense |ia| × |ib| matrix of the distances d(a, b) between the
+    attacker's rows ``ia`` and the released rows ``ib`` (all rows, or a block's) over the
+    attributes observed in both records (docs/methods.md, "Missing values": the same
+    distance as the per-record attack of that metric, square-rooted when ``root``, i.e.
+    for ``euclidean``), built per pair of missingness patterns with the engine's kernels
+    from the :func:`missing_space` ``space``; ``no_info`` marks the pairs with no numeric
+    attribute in common (d = +∞)."""
+    from ..engine.matching.knn import dense_costs
+    from ..engine.nearest.missing import check_pattern_count, patterns
+
+    obs_a, obs_b, build = space
+    pa, ga = patterns(obs_a[ia])
+    pb, gb = patterns(obs_b[ib])
     check_pattern_count(len(ga) * len(gb), len(ga), len(gb))
-    cost = np.empty((ctx.n_a, ctx.n_b))
-    no_info = np.zeros((ctx.n_a, ctx.n_b), bool)
+    cost = np.empty((ia.size, ib.size))
+    no_info = np.zeros((ia.size, ib.size), bool)
     for p, r in enumerate(ga):
         for q, s in enumerate(gb):
-            sub = build(r, s, pa[p] & pb[q])
+            sub = build(ia[r], ib[s], pa[p] & pb[q])
             if sub.x is None:
                 cost[np.ix_(r, s)] = np.sqrt(sub.const) if root else sub.const
                 no_info[np.ix_(r, s)] = sub.const == np.inf
@@ -243,58 +256,115 @@ def _missing(ctx: LinkContext, metric: str, kw: dict[str, Any], delta: float | s
     :func:`~linkrisk.engine.matching.solver.dense_matrix_matching` with the same seeded
     order, tie rule, Δ and AGDBRL limits. A pair with no numeric attribute in common
     (d = +∞) costs more than any matching of finite pairs, so the fewest such pairs are
-    used; they count as links at distance +∞."""
+    used; they count as links at distance +∞. With blocking, one dense matrix and one
+    matching per block (:func:`~linkrisk.engine.blocking.assembled_matching`): Δ = 'owner'
+    and AGDBRL's h are those of all blocks together, ranks are within the record's
+    block."""
+    from ..engine.blocking import assembled_matching
     from ..engine.budget import dense_matrix_bytes
-    from ..engine.matching.solver import dense_matrix_matching
 
     n_a, n_b = ctx.n_a, ctx.n_b
     if solver not in ("auto", "dense"):
         raise LinkriskError(f"gdbrl on files with missing values solves the dense cost matrix; "
                             f"solver={solver!r} does not take missing values yet (use 'auto' "
                             "or 'dense')")
-    need = dense_matrix_bytes(n_a, n_b)
+    blocks = ctx.blocks
+    groups = ([(np.arange(n_a), np.arange(n_b))] if blocks is None else blocks.groups())
+    sizes = [dense_matrix_bytes(ia.size, ib.size) for ia, ib in groups]
+    need = max(sizes, default=0)
     if need > ctx.memory_budget:
+        ia, ib = groups[int(np.argmax(sizes))]
+        what = "" if blocks is None else " of its largest block"
         raise LinkriskError(
-            f"gdbrl on files with missing values needs the dense {n_a:,}x{n_b:,} cost matrix "
-            f"(~{need / 2**20:,.0f} MiB), more than the memory budget "
+            f"gdbrl on files with missing values needs the dense {ia.size:,}x{ib.size:,} cost "
+            f"matrix{what} (~{need / 2**20:,.0f} MiB), more than the memory budget "
             f"({ctx.memory_budget / 2**20:,.0f} MiB): the sparse certified solver does not "
             "take missing values yet; raise memory_budget (--memory), link a sample, or use "
             "dbrl, which scores such files")
-    cost, no_info = missing_costs(ctx, metric, kw)
-    truth = np.asarray(ctx.truth, np.int64)
+    space = missing_space(ctx, metric, kw)
+    root = metric == "euclidean"
+    truth, away = _block_truth(ctx)
     has = truth >= 0
     true_cost = np.full(n_a, np.inf)
-    true_cost[has] = cost[np.flatnonzero(has), truth[has]]
     extra: dict[str, Any] = {"metric": metric, "missing_values": True}
-    dlt = _delta(delta, has, true_cost, extra)
-    limit = None
     if approx is not None:
         _need_truth(has, f"approx={approx!r}")
-        h_a = np.where(has, (cost < true_cost[:, None]).sum(axis=1), -1)
-        h = int(h_a.max())
+    # Δ = 'owner' and AGDBRL's h need every block's true-pair costs before any solve: a
+    # first pass, whose matrices are kept for the second when all of them fit the budget
+    first = approx is not None or isinstance(delta, str)
+    kept: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    h_a = np.full(n_a, -1, np.int64)
+    for g, (ia, ib) in enumerate(groups if first else ()):
+        cost, no_info = missing_costs(space, ia, ib, root)
+        hs = _true_costs(cost, truth, ia, ib, true_cost)
+        if approx is not None:
+            h_a[ia[hs]] = (cost[hs] < true_cost[ia[hs], None]).sum(axis=1)
+        if sum(sizes) <= ctx.memory_budget:
+            kept[g] = cost, no_info
+    dlt = _delta(delta, has, true_cost, extra)
+    h = int(h_a.max())
+    if approx is not None:
         extra.update(h=h, approx=approx)
-        tau = np.partition(cost, min(h, n_b - 1), axis=1)[:, min(h, n_b - 1)]
-        limit = tau if approx == "agdbrl1" else np.where(has, true_cost, tau)
-    if np.isfinite(dlt):
-        limit = np.full(n_a, dlt) if limit is None else np.minimum(limit, dlt)
-    work = cost.copy()
-    if limit is not None:
-        work[work > limit[:, None]] = np.inf
-    if no_info.any():  # +∞ pairs still allowed: dearer than any matching of finite pairs
-        fin = work[np.isfinite(work)]
-        big = (float(fin.max(initial=0.0)) + 1.0) * (min(n_a, n_b) + 1)
-        work[no_info & (limit is None or np.isinf(limit)[:, None])] = big
-    res = dense_matrix_matching(work, limit=limit, ties=ties, seed=ctx.seed,
-                                approx=approx is not None)
-    del work
+
+    def solved() -> Iterator[tuple[np.ndarray, np.ndarray, Matching]]:
+        for g, (ia, ib) in enumerate(groups):
+            cost, no_info = kept.pop(g) if g in kept else missing_costs(space, ia, ib, root)
+            hs = _true_costs(cost, truth, ia, ib, true_cost) if not first else has[ia]
+            limit = None
+            if approx is not None:
+                kth = min(h, ib.size - 1)
+                tau = np.partition(cost, kth, axis=1)[:, kth]
+                limit = tau if approx == "agdbrl1" else np.where(hs, true_cost[ia], tau)
+                limit[away[ia]] = np.inf
+            if np.isfinite(dlt):
+                limit = np.full(ia.size, dlt) if limit is None else np.minimum(limit, dlt)
+            work = cost.copy()
+            if limit is not None:
+                work[work > limit[:, None]] = np.inf
+            if no_info.any():  # +∞ pairs still allowed: dearer than any matching of finite pairs
+                fin = work[np.isfinite(work)]
+                big = (float(fin.max(initial=0.0)) + 1.0) * (min(ia.size, ib.size) + 1)
+                work[no_info & (limit is None or np.isinf(limit)[:, None])] = big
+            res = dense_matrix_matching(work, limit=limit, ties=ties, seed=ctx.seed,
+                                        approx=approx is not None)
+            del work
+            linked = res.link >= 0
+            res.cost[linked] = cost[np.flatnonzero(linked), res.link[linked]]
+            res.total_cost = float(res.cost[linked & np.isfinite(res.cost)].sum())
+            yield ia, ib, res
+
+    if blocks is None:
+        _, _, res = next(solved())
+    else:
+        res = assembled_matching(n_a, solved(), len(groups), expected=ties == "expected",
+                                 progress=ctx.progress)
     linked = res.link >= 0
-    res.cost[linked] = cost[np.flatnonzero(linked), res.link[linked]]
-    res.total_cost = float(res.cost[linked & np.isfinite(res.cost)].sum())
     extra["no_information_links"] = int(np.isinf(res.cost[linked]).sum())
     sets = _sets(res, truth, true_cost, extra)
     extra.update(ties=ties)
     extra.update({k_: v for k_, v in res.info.items() if k_ not in ("k",)})
     return Outcome(sets, extra)
+
+
+def _block_truth(ctx: LinkContext) -> tuple[np.ndarray, np.ndarray]:
+    """(truth, away): the true partners within the record's block (−1 for none: a partner
+    in another block is no true pair of the matching) and the records whose partner is in
+    another block (none without blocking)."""
+    truth = np.asarray(ctx.truth, np.int64)
+    if ctx.blocks is None:
+        return truth, np.zeros(truth.shape[0], bool)
+    inside = ctx.blocks.linkable(truth)
+    return np.where(inside, truth, -1), (truth >= 0) & ~inside
+
+
+def _true_costs(cost: np.ndarray, truth: np.ndarray, ia: np.ndarray, ib: np.ndarray,
+                true_cost: np.ndarray) -> np.ndarray:
+    """Fill ``true_cost`` of the rows ``ia`` whose true partner is among ``ib`` from their
+    cost matrix; returns which of them have one."""
+    lt = local_truth(truth[ia], ib)
+    hs = lt >= 0
+    true_cost[ia[hs]] = cost[np.flatnonzero(hs), lt[hs]]
+    return hs
 
 
 def _delta(delta: float | str | None, has: np.ndarray, true_cost: np.ndarray,
@@ -317,27 +387,44 @@ def _delta(delta: float | str | None, has: np.ndarray, true_cost: np.ndarray,
 
 
 def _row_limit(approx: str | None, pw: Pairwise, has: np.ndarray, true_cost: np.ndarray,
-               extra: dict[str, Any]) -> np.ndarray | None:
+               extra: dict[str, Any], blocks: Blocks | None = None,
+               away: np.ndarray | None = None) -> np.ndarray | None:
     """Per-row distance limits of the approximate attacks (None for the exact one):
     h = max_a #{b : d(a, b) < d(a, true(a))}; agdbrl1 keeps each row's h+1 nearest
-    records, agdbrl2 the records no farther than its true image."""
+    records, agdbrl2 the records no farther than its true image. With ``blocks`` the
+    records b are those of a's block and h is the maximum over the records whose true image
+    is in their block; a record whose true image is in another block (``away``) keeps its
+    whole block (it has no rank there), so that every block still has a perfect matching;
+    a row of no block gets no limit (it is not matched)."""
     if approx is None:
         return None
     n_a = pw.x.shape[0]
     _need_truth(has, f"approx={approx!r}")
+    groups = ([(np.arange(n_a), np.arange(pw.y.shape[0]))] if blocks is None
+              else blocks.groups())
+    subs = [pw if blocks is None else pw.block(ia, ib) for ia, ib in groups]
     # h(a) = #{b : d(a, b) < d(a, true(a))}: one counting pass
     h_a = np.full(n_a, -1, np.int64)
-    h_a[has] = count_within(pw if has.all() else pw.rows(has), true_cost[has], strict=True)
+    for (ia, _), sub in zip(groups, subs, strict=True):
+        hs = has[ia]
+        if hs.any():
+            h_a[ia[hs]] = count_within(sub if hs.all() else sub.rows(hs),
+                                       true_cost[ia[hs]], strict=True)
     h = int(h_a.max())
     extra["h"] = h
-    # rank_a(b) ≤ h  ⇔  d(a, b) ≤ (h+1)-th smallest distance of a
-    tau = kth_cost(pw, np.full(n_a, h + 1)) if (approx == "agdbrl1" or not has.all()) \
-        else None
     extra["approx"] = approx
-    if approx == "agdbrl1":
-        return tau
-    # rank_a(b) ≤ h(a)  ⇔  d(a, b) ≤ d(a, true(a))
-    return np.where(has, true_cost, tau if tau is not None else np.inf)
+    # rank_a(b) ≤ h(a)  ⇔  d(a, b) ≤ d(a, true(a)) (agdbrl2, rows with a true image);
+    # rank_a(b) ≤ h  ⇔  d(a, b) ≤ (h+1)-th smallest distance of a (the others)
+    two = approx == "agdbrl2"
+    limit = np.where(has, true_cost, np.inf) if two else np.full(n_a, np.inf)
+    rest = ~has if two else np.ones(n_a, bool)
+    if away is not None:
+        rest &= ~away
+    for (ia, _), sub in zip(groups, subs, strict=True):
+        r = rest[ia]
+        if r.any():
+            limit[ia[r]] = kth_cost(sub if r.all() else sub.rows(r), h + 1)
+    return limit
 
 
 def _sets(res: Matching, truth: np.ndarray, true_cost: np.ndarray, extra: dict[str, Any]

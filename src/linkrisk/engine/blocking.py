@@ -15,7 +15,9 @@ candidate sets shrink):
   :func:`~linkrisk.engine.nearest.nearest_sets` (all its paths), one call per block, or
   through a caller's ``run`` (the Dask backend distributes them);
 * global matching (:func:`blocked_matching`): one min-cost matching per block
-  (rectangular when the block's sizes differ: the surplus records are not linked).
+  (rectangular when the block's sizes differ: the surplus records are not linked),
+  AGDBRL's row limits sliced per block; :func:`assembled_matching` puts the blocks'
+  matchings together (also those of gdbrl's dense missing-value costs).
 
 A record's tie-breaking link is seeded by its row id in the whole file, and the candidates
 of a block are in file order, so a block's result is the unblocked engine's on that block
@@ -24,7 +26,7 @@ alone, bit for bit.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -228,22 +230,32 @@ def blocked_missing_sets(obs_a: np.ndarray, obs_b: np.ndarray, build: Build, blo
     return out
 
 
-def blocked_matching(pw: Pairwise, blocks: Blocks, *, progress: Progress | None = None,
-                     **kw: Any) -> Matching:
+def blocked_matching(pw: Pairwise, blocks: Blocks, *, row_limit: np.ndarray | None = None,
+                     progress: Progress | None = None, **kw: Any) -> Matching:
     """One :func:`~linkrisk.engine.matching.min_cost_matching` per block on the rows of
     ``pw`` (the whole files under the attack's metric; ``kw`` its options: metric, root,
-    seed, …), assembled as one matching of the whole files: records of a block without a
-    partner there (or of no block) are not linked (``link`` −1, cost NaN). Certified when
-    every block is; costs, edges and gap bounds add up."""
-    n_a = pw.x.shape[0]
+    seed, …), assembled by :func:`assembled_matching`. ``row_limit``: the per-row limits
+    of the whole attacker file (the AGDBRL graphs), each block taking its rows'."""
+    groups = blocks.groups()
+    solved = ((ia, ib, min_cost_matching(pw.x[ia], pw.y[ib], row_limit=(
+        None if row_limit is None else row_limit[ia]), **kw)) for ia, ib in groups)
+    return assembled_matching(pw.x.shape[0], solved, len(groups),
+                              expected=kw.get("ties") == "expected", progress=progress)
+
+
+def assembled_matching(n_a: int, solved: Iterable[tuple[np.ndarray, np.ndarray, Matching]],
+                       count: int, *, expected: bool = False,
+                       progress: Progress | None = None) -> Matching:
+    """The matchings of ``count`` blocks, ``solved`` one after the other as (A rows, B rows,
+    the block's matching in positions of those rows), as one matching of the whole files:
+    records of a block without a partner there (or of no block) are not linked (``link``
+    −1, cost NaN). Certified when every block is; costs, edges and gap bounds add up;
+    ``expected``: the blocks' candidate sets (ties="expected") are assembled too."""
     link = np.full(n_a, -1, np.int64)
     cost = np.full(n_a, np.nan)
-    groups = blocks.groups()
-    expected = kw.get("ties") == "expected"
     cands: list[np.ndarray | None] = [None] * n_a if expected else []
     total, gap, edges, k, certified, solvers = 0.0, 0.0, 0, 0, True, set()
-    for g, (ia, ib) in enumerate(groups):
-        res = min_cost_matching(pw.x[ia], pw.y[ib], **kw)
+    for g, (ia, ib, res) in enumerate(solved):
         ok = res.link >= 0
         link[ia[ok]] = ib[res.link[ok]]
         cost[ia] = res.cost
@@ -257,10 +269,10 @@ def blocked_matching(pw: Pairwise, blocks: Blocks, *, progress: Progress | None 
             for p, i in enumerate(ia):
                 cands[i] = ib[res.cand_indices[res.cand_indptr[p]:res.cand_indptr[p + 1]]]
         if progress is not None:
-            progress(g + 1, len(groups))
+            progress(g + 1, count)
     out = Matching(link=link, cost=cost, total_cost=total, certified=certified,
                    solver="+".join(sorted(solvers)) or "none", k=k, n_edges=edges,
-                   gap_bound=gap, info={"blocks_solved": len(groups)})
+                   gap_bound=gap, info={"blocks_solved": count})
     if expected:
         lists = [c if c is not None else np.empty(0, np.int64) for c in cands]
         out.cand_indptr = np.cumsum([0] + [c.size for c in lists]).astype(np.int64)

@@ -438,6 +438,12 @@ class Pairwise:
         return dataclasses.replace(self, x=np.ascontiguousarray(self.x[idx]),
                                    kxx=self.kxx[idx])
 
+    def block(self, ia: np.ndarray, ib: np.ndarray) -> Pairwise:
+        """The same pair restricted to the rows ``ia`` of ``x`` and ``ib`` of ``y`` (a
+        block of the files: the same costs, pair for pair)."""
+        return dataclasses.replace(self.rows(ia), y=np.ascontiguousarray(self.y[ib]),
+                                   yt=None, kyy=self.kyy[ib])
+
     @property
     def tabs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The mixed metric's category tables as kernel arguments."""
