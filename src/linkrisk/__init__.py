@@ -188,7 +188,30 @@ def choose(original, methods=None, **kw):
     return _choose(original, methods, **kw)
 
 
-def warmup(progress=None, masking=True):
+def warmup_in_background(only_if_needed=False):
+    """Compile the attacks' kernels in a detached process at the lowest CPU priority
+    (``linkrisk warmup --background``), so that later runs load them from numba's cache
+    (issue 43; :mod:`linkrisk.engine.background`). The command line calls it with
+    ``only_if_needed=True`` after every command.
+
+    Parameters
+    ----------
+    only_if_needed : bool, default False
+        Start it only when this process ran an attack on numpy because its kernels were
+        not compiled yet (the small-problem path of a first run).
+
+    Returns
+    -------
+    int or None
+        The process id, or None: nothing needed, one is already compiling into this
+        cache, or ``LINKRISK_BACKGROUND_COMPILE=0``.
+    """
+    from .engine import background
+
+    return background.start_if_deferred() if only_if_needed else background.start()
+
+
+def warmup(progress=None, masking=True, exclusive=False):
     """Compile the numeric kernels of every attack, measure and masking method now, so
     that no later run waits for numba (``linkrisk warmup``; issue 43).
 
@@ -206,6 +229,10 @@ def warmup(progress=None, masking=True):
         False: the attacks' kernels only (the background compilation after a cold
         command, :mod:`linkrisk.engine.background`, which never deferred a masking
         kernel).
+    exclusive : bool, default False
+        Hold the lock of the background compilation
+        (:func:`warmup_in_background`) while compiling, and do nothing (return ``[]``)
+        when another live process holds it.
 
     Returns
     -------
@@ -219,6 +246,11 @@ def warmup(progress=None, masking=True):
     from .datasets import synthetic
     from .engine.nearest import small
 
+    if exclusive:
+        from .engine import background
+
+        with background.hold_lock() as mine:
+            return warmup(progress, masking) if mine else []
     num = synthetic(400, 12, seed=0)
     cat = num.rank(method="first").floordiv(80).astype(int).astype(str)
     steps = []
@@ -290,4 +322,5 @@ __all__ = ["ATTACKS", "DEFAULT_MEMORY_BUDGET", "AttackResult", "AttackResults", 
            "LinkriskWarning", "assess", "attack", "catalog", "check_seed", "choose", "datasets",
            "mask", "parse_columns", "parse_kinds", "parse_method", "parse_params",
            "parse_percent", "records_at_risk", "require_matplotlib", "resolve_methods",
-           "sidecar_path", "study", "numba_cache_dir", "warmup", "__version__"]
+           "sidecar_path", "study", "numba_cache_dir", "warmup", "warmup_in_background",
+           "__version__"]

@@ -70,7 +70,7 @@ def test_the_command_line_says_so_after_a_result(monkeypatch, capsys):
     stderr with the pid and how to turn it off; nothing when nothing was deferred."""
     from linkrisk import cli
 
-    monkeypatch.setattr(background, "start_if_deferred", lambda: 1234)
+    monkeypatch.setattr(background, "start_if_deferred", lambda: 1234)  # what the CLI calls
     with pytest.raises(SystemExit) as exit_:
         cli.main(["methods"])
     assert exit_.value.code == 0
@@ -86,11 +86,28 @@ def test_warmup_background_compiles_the_attacks_once_per_cache(monkeypatch, tmp_
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(os, "nice", lambda inc: 0)
     seen = []
-    monkeypatch.setattr(linkrisk, "warmup", lambda **kw: seen.append(kw) or [])
+    real = linkrisk.warmup
+
+    def fake(progress=None, masking=True, exclusive=False):
+        # the real function for the lock; the compilation itself only recorded
+        if exclusive:
+            return real(progress, masking, exclusive)
+        seen.append((progress, masking, background.holder()))
+        return []
+
+    monkeypatch.setattr(linkrisk, "warmup", fake)
     runner = CliRunner()
     res = runner.invoke(cli_app, ["warmup", "--background"])
     assert res.exit_code == 0, res.output
-    assert seen == [{"masking": False}] and not background.lock_path().exists()
+    assert seen == [(None, False, os.getpid())]  # compiled while holding the lock
+    assert not background.lock_path().exists()
     background.lock_path().write_text(str(os.getpid()))  # another one holds the lock
     res = runner.invoke(cli_app, ["warmup", "--background"])
     assert res.exit_code == 0 and len(seen) == 1
+
+
+def test_the_public_function(monkeypatch):
+    monkeypatch.setattr(background, "start", lambda: 7)
+    monkeypatch.setattr(small, "_deferred", False)
+    assert linkrisk.warmup_in_background() == 7
+    assert linkrisk.warmup_in_background(only_if_needed=True) is None

@@ -189,11 +189,10 @@ def main(argv: list[str] | None = None) -> None:
 def _compile_later() -> None:
     """After a command that scanned small problems with numpy because their kernels were
     not compiled: compile those in the background for the next run, and say so once."""
-    from linkrisk.engine import background
-
-    pid = background.start_if_deferred()
+    pid = linkrisk.warmup_in_background(only_if_needed=True)
     if pid is not None:
         err.print(f"note: compiling linkrisk's kernels in the background for later runs "
                   f"(pid {pid}, about a minute of one core at low priority; "
-                  f"{background.ENV}=0 turns this off)", soft_wrap=True, highlight=False)
+                  "LINKRISK_BACKGROUND_COMPILE=0 turns this off)", soft_wrap=True,
+                  highlight=False)
 

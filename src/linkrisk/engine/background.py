@@ -12,7 +12,8 @@ result, and the next run loads them.
 * At most one such process per cache: it holds :func:`lock_path` (its pid) while it
   compiles; a lock whose process is gone is stale and taken over.
 * ``LINKRISK_BACKGROUND_COMPILE=0`` (or ``off``/``no``/``false``) turns it off; the tests
-  do. The Python API never starts it: :func:`linkrisk.warmup` is the API's way.
+  do. The Python API does not start it by itself (a library should not spawn processes
+  unasked): :func:`linkrisk.warmup_in_background` is the API's way, and the command line's.
 * Trade-off: the process uses one core for about a minute (at nice 19, so it yields to
   any other work) and outlives the command that started it.
 """

@@ -117,17 +117,13 @@ def datasets(
 
 
 def _background_warmup() -> None:
-    """``warmup --background``: nice 19, the lock of :mod:`linkrisk.engine.background`
-    (nothing to do when another process holds it), the attacks' kernels only."""
+    """``warmup --background``: nice 19, the attacks' kernels only, and nothing when
+    another process is compiling into the same cache (``exclusive``)."""
     import os
-
-    from linkrisk.engine import background
 
     with contextlib.suppress(OSError):
         os.nice(19)
-    with background.hold_lock() as mine:
-        if mine:
-            linkrisk.warmup(masking=False)
+    linkrisk.warmup(masking=False, exclusive=True)
 
 
 def _found(name: str, d: Path) -> bool:
