@@ -111,11 +111,10 @@ def block_row_bytes(m: int, cap: int) -> int:
     return 8 * (5 + 2 * cap) + 8 * m
 
 
-def screen_row_bytes(m: int, k: int = 0) -> int:
-    """faiss-screened nearest sets, one query row: a float32 copy (4·m), the best/second
-    minima, labels and parts (64), and with a k-wide search k distances, labels and exact
-    scores (40·k)."""
-    return 4 * m + 40 * k + 64
+def screen_row_bytes(m: int) -> int:
+    """faiss-screened nearest sets, one query row: a float32 copy (4·m) and the
+    best/second minima, labels and parts (64)."""
+    return 4 * m + 64
 
 
 def dense_matrix_bytes(n_a: int, n_b: int) -> int:

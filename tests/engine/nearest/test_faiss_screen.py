@@ -9,9 +9,9 @@ from linkrisk.engine.nearest import faiss_screen as scr
 pytest.importorskip("faiss", reason="needs faiss-cpu: pip install -e '.[fast]'")
 
 
-def _check(a, b, truth, seed=3):
+def _check(a, b, truth, seed=3, **kw):
     exact = nearest_sets(a, b, truth=truth, screen="none", seed=seed)
-    fast = nearest_sets(a, b, truth=truth, screen="faiss", seed=seed)
+    fast = nearest_sets(a, b, truth=truth, screen="faiss", seed=seed, **kw)
     for f in ("count", "true_in_set", "link"):
         np.testing.assert_array_equal(getattr(fast, f), getattr(exact, f), err_msg=f)
     np.testing.assert_array_equal(fast.min_score, exact.min_score)
@@ -47,3 +47,23 @@ def test_unequal_sizes_and_single_row_parts(monkeypatch):
     b = rng.normal(size=(101, 3))                          # last part has one row
     a = rng.normal(size=(57, 3))
     _check(a, b, rng.integers(-1, 101, size=57))
+
+
+@pytest.mark.parametrize("seed,budget", [(0, None), (1, None), (2, 1 << 16)])
+def test_ties_and_near_ties_across_parts(monkeypatch, seed, budget):
+    """The fallback screen gathers the records of every part that may hold a tied record:
+    2–6 copies (exact, or 1 ulp apart) of a record scattered over different parts, so that
+    C(a) spans parts and the link is drawn among them in file order."""
+    monkeypatch.setattr(scr, "PART", 50)
+    rng = np.random.default_rng(seed)
+    b = rng.normal(size=(1000, 5))
+    for g in range(40):
+        src = rng.integers(0, 1000)
+        copies = rng.choice(1000, size=rng.integers(2, 7), replace=False)
+        b[copies] = b[src]
+        if g % 2:  # a near tie: 1 ulp away in one attribute
+            b[copies[0], 0] = np.nextafter(b[copies[0], 0], np.inf)
+    a = b[rng.integers(0, 1000, 600)] + rng.choice([0.0, 1e-9, 0.3], size=(600, 5))
+    kw = {} if budget is None else {"memory_budget": budget}  # 64 KiB: many small chunks
+    res = _check(a, b, rng.integers(-1, 1000, 600), seed=seed, **kw)
+    assert res.uncertified > 0 and (res.count > 1).any()

@@ -19,8 +19,15 @@ fast only for k = 1 (its k > 1 path keeps a heap per query and is far slower). S
 
    c = 4(m+3)·2⁻²³, where L(D) is a lower bound of the exact
    score of any record whose computed score is ≥ D (see :func:`lower_bound`); then C(a) = {b₁}.
-4. Rows that fail (ties or near-ties) go to a k = ``K`` screen with the same proof on the
-   k-th score, and what still fails to the exact kernel.
+4. Rows that fail (ties or near-ties) are searched again part by part (k = 1 in each of
+   the same indexes, :func:`part_screened_sets`): a record whose exact score is within
+   the row's tie threshold t has a float32 score ≤ U = t(1 + 2c) + 3c‖a‖² (the bound of
+   step 3 turned around), so only parts whose float32 minimum is ≤ U can hold a member of
+   C(a); in those, the records whose float32 score (one BLAS product per part) is ≤ U are
+   scored exactly. A row with more than ``K`` − 1 tied records, or more than
+   ``MAX_PARTS`` such parts, goes to the exact kernel. (This replaced a faiss k = 8
+   search over all of B, whose per-query heap cost 4 ms a row at 10⁶: 6.9 s for 1,730
+   rows.)
 
 Links follow the exact kernel's rule (tied records in file order, pick = hash(seed,
 row id) mod |C|), so results are identical to the unscreened engine.
@@ -39,8 +46,15 @@ from .sets import NearestSets, exact_sets
 
 #: screen problems with at least this many pairs when ``screen="auto"``
 MIN_PAIRS = 50_000_000
-#: neighbours fetched per row by the fallback screen
+#: rows of the fallback screen with K or more tied records go to the exact kernel
 K = 8
+#: rows of the fallback screen with more parts than this that may hold a tied record go to
+#: the exact kernel (each part costs PART exact scores)
+MAX_PARTS = 8
+#: fewest query rows of a faiss search: faiss-cpu 1.15's k = 1 flat search costs ~2 ns a
+#: pair with up to 8,192 queries and ~0.12 ns with 10,000 or more (measured here, one or
+#: two threads, indexes of 4,096–65,536 rows), so a smaller block is padded to this size
+FAST_QUERIES = 10_000
 #: rows of B per part of the k = 1 screen (None: by size, see :func:`part_rows`); small
 #: parts make step 2 cheap, but faiss is less efficient on many small indexes
 PART: int | None = None
@@ -185,7 +199,6 @@ def screened_sets(pw: Pairwise, truth: np.ndarray, rid: np.ndarray, *, rtol: flo
         sel = np.flatnonzero(part == s)
         second[sel] = second_in_part(a[sel].astype(np.float32),
                                      parts[s].reconstruct_n(0, parts[s].ntotal))
-    parts.clear()  # before the fallback screen builds its own index
     smin = pw.pair_scores(np.arange(n_a), lab)
     thr = tie_threshold_np(smin, rtol)
     ok = (lower_bound(np.minimum(other, second), a) > thr) & (lab >= 0)
@@ -195,10 +208,12 @@ def screened_sets(pw: Pairwise, truth: np.ndarray, rid: np.ndarray, *, rtol: flo
     rechecked = 0
     if redo.size:
         # the uncertified rows are screened again: report them as a second pass
-        sub = k_screened_sets(pw.rows(redo), truth[redo], rid[redo], rtol=rtol, seed=seed,
-                              cap=cap, memory_budget=memory_budget, progress=progress)
+        sub = part_screened_sets(pw.rows(redo), parts, edges, smin[redo], lab[redo] >= 0,
+                                 rid[redo], rtol=rtol, seed=seed, cap=cap,
+                                 memory_budget=memory_budget, progress=progress)
         out_min[redo], out_count[redo], out_link[redo] = sub.min_score, sub.count, sub.link
         rechecked = sub.rechecked
+    parts.clear()
     thr = tie_threshold_np(out_min, rtol)
     true_in = (truth >= 0) & (out_ts <= thr)
     res = NearestSets(out_min, out_count, true_in, out_ts, out_link)
@@ -207,54 +222,103 @@ def screened_sets(pw: Pairwise, truth: np.ndarray, rid: np.ndarray, *, rtol: flo
     return res
 
 
-def k_screened_sets(pw: Pairwise, truth: np.ndarray, rid: np.ndarray, *, rtol: float,
-                    seed: int, cap: int, memory_budget: int, progress) -> NearestSets:
-    """Candidate sets through a faiss k = ``K`` screen: a row is accepted when its K-th
-    float32 score minus ε(a) exceeds the tie threshold; the rest go to the exact kernel."""
-    faiss = _faiss()
-    a, b = pw.x, pw.y
+def part_screened_sets(pw: Pairwise, parts: list, edges: list[int], smin: np.ndarray,
+                       found: np.ndarray, rid: np.ndarray, *, rtol: float, seed: int, cap: int,
+                       memory_budget: int, progress) -> NearestSets:
+    """Candidate sets of the rows the k = 1 screen could not certify (step 4 of the
+    module): ``parts`` are its faiss indexes of B[edges[s]:edges[s+1]], ``smin`` the exact
+    score of each row's float32 best (≥ the exact minimum, so its threshold bounds C(a)),
+    ``found`` whether faiss returned one. Per row: the parts whose float32 minimum is ≤ U,
+    their records whose float32 score is ≤ U scored exactly (:func:`_candidates`), C(a)
+    the scores ≤ t(minimum), the link drawn as the exact kernel draws it. Rows with ≥ ``K`` tied records, more than ``MAX_PARTS``
+    parts or no finite bound go to the exact kernel (``rechecked``)."""
+    a = pw.x
     n_a, m = a.shape
-    k = min(K, b.shape[0])
-    index = faiss.IndexFlatL2(m)
-    index.add(np.ascontiguousarray(b, dtype=np.float32))
+    c = error_constant(m)
+    bound = (tie_threshold_np(smin, rtol) * (1.0 + 2.0 * c)
+             + 3.0 * c * np.einsum("ij,ij->i", a, a)) * (1.0 + 1e-12)
     out_min = np.empty(n_a)
-    out_count = np.empty(n_a, np.int64)
-    out_ts = pw.pair_scores(np.arange(n_a), truth)  # −1 (no truth) → ∞
-    out_link = np.empty(n_a, np.int64)
+    out_count = np.zeros(n_a, np.int64)
+    out_link = np.full(n_a, -1, np.int64)
     todo = np.zeros(n_a, np.bool_)
-    # per row: float32 input copy, k distances and labels, k exact scores (+ temporaries)
-    rows = int(np.clip(memory_budget // screen_row_bytes(m, k), 1024, 262_144))
-    rows = query_rows(faiss, rows, n_a)
+    # per row: its part minima (4 bytes a part) and float32 copy (the candidates it keeps
+    # are the near-ties of its minimum: a handful)
+    rows = int(np.clip(memory_budget // (4 * len(parts) + screen_row_bytes(m)), 256, 262_144))
     for r0 in range(0, n_a, rows):
         r1 = min(r0 + rows, n_a)
-        d32, lab = index.search(np.ascontiguousarray(a[r0:r1], dtype=np.float32), k)
-        r = r1 - r0
-        ia = np.repeat(np.arange(r0, r1), k)
-        ex = pw.pair_scores(ia, lab.ravel()).reshape(r, k)
-        mn = ex.min(axis=1)
-        thr = tie_threshold_np(mn, rtol)
-        kth = lower_bound(d32[:, -1], a[r0:r1])
-        kth[lab[:, -1] < 0] = np.inf
-        ok = (kth > thr) if k < b.shape[0] else np.ones(r, np.bool_)
-        tied = ex <= thr[:, None]
-        cnt = tied.sum(axis=1)
-        # link: the tied records in file order, pick hash(seed, row id) mod count
-        order = np.where(tied, lab, np.iinfo(np.int64).max)
-        order.sort(axis=1)
-        pick = pick_np(seed, rid[r0:r1], cnt)
-        out_min[r0:r1] = mn
-        out_count[r0:r1] = cnt
-        out_link[r0:r1] = order[np.arange(r), pick]
-        todo[r0:r1] = ~ok
+        q = np.zeros((max(r1 - r0, FAST_QUERIES), m), np.float32)  # padded (see FAST_QUERIES)
+        q[:r1 - r0] = a[r0:r1]
+        pmin = np.empty((r1 - r0, len(parts)))
+        for s, ix in enumerate(parts):
+            pmin[:, s] = ix.search(q, 1)[0][:r1 - r0, 0]
+        hit = pmin <= bound[r0:r1, None]
+        nhit = hit.sum(axis=1)
+        easy = (nhit >= 1) & (nhit <= MAX_PARTS) & np.isfinite(bound[r0:r1]) & found[r0:r1]
+        todo[r0:r1] = ~easy
+        hit &= easy[:, None]
+        pr, ib = _candidates(q[:r1 - r0], hit, parts, edges, bound[r0:r1], memory_budget)
+        sel, mn, cnt, link = _tied(pw, pr + r0, ib, rid, rtol, seed)
+        out_min[sel], out_count[sel], out_link[sel] = mn, cnt, link
+        todo[sel[(cnt >= K) | (cnt < 1)]] = True  # cnt 0: a NaN minimum
+        todo[r0 + np.setdiff1d(np.flatnonzero(easy), pr)] = True  # no candidate (cannot be)
         if progress is not None:
             progress(r1, n_a)
     redo = np.flatnonzero(todo)
     if redo.size:
-        sub = exact_sets(pw.rows(redo), truth[redo], rid[redo], rtol=rtol, seed=seed,
-                         cap=cap, memory_budget=memory_budget, progress=progress)
+        sub = exact_sets(pw.rows(redo), np.full(redo.size, -1), rid[redo], rtol=rtol,
+                         seed=seed, cap=cap, memory_budget=memory_budget, progress=progress)
         out_min[redo], out_count[redo], out_link[redo] = sub.min_score, sub.count, sub.link
-    thr = tie_threshold_np(out_min, rtol)
-    true_in = (truth >= 0) & (out_ts <= thr)
-    res = NearestSets(out_min, out_count, true_in, out_ts, out_link)
+    res = NearestSets(out_min, out_count, np.zeros(n_a, np.bool_), np.full(n_a, np.inf),
+                      out_link)
     res.rechecked = int(redo.size)
     return res
+
+
+def _candidates(q: np.ndarray, hit: np.ndarray, parts: list, edges: list[int],
+                bound: np.ndarray, memory_budget: int) -> tuple[np.ndarray, np.ndarray]:
+    """(row, record) of every record b of a ``hit`` part whose float32 score
+    ‖a‖² + ‖b‖² − 2a·b (faiss's arithmetic, one BLAS product per part for the rows that
+    hit it, so the error bound of :func:`lower_bound` holds) is ≤ the row's ``bound``:
+    a superset of C(a), sorted by row, then record (file order). The products are taken
+    for as many rows at once as ``memory_budget`` holds (12 bytes a score)."""
+    na = np.einsum("ij,ij->i", q, q)
+    rows, recs = [], []
+    for s in np.flatnonzero(hit.any(axis=0)):
+        bp = parts[s].reconstruct_n(0, parts[s].ntotal)
+        nbp = np.einsum("ij,ij->i", bp, bp)[None, :]
+        hs = np.flatnonzero(hit[:, s])
+        step = max(1, memory_budget // (12 * bp.shape[0]))
+        for c0 in range(0, hs.size, step):
+            r = hs[c0:c0 + step]
+            d = nbp - 2.0 * (q[r] @ bp.T)
+            d += na[r, None]
+            ri, cj = np.nonzero(d <= bound[r, None])
+            rows.append(r[ri])
+            recs.append(cj + edges[s])
+    pr = np.concatenate(rows) if rows else np.empty(0, np.int64)
+    ib = np.concatenate(recs).astype(np.int64) if recs else np.empty(0, np.int64)
+    order = np.lexsort((ib, pr))
+    return pr[order], ib[order]
+
+
+def _tied(pw: Pairwise, pr: np.ndarray, ib: np.ndarray, rid: np.ndarray, rtol: float,
+          seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(rows, minimum, |C(a)|, link) from the exact scores of the candidate pairs
+    (pr, ib), sorted by row then record: C(a) the candidates ≤ t(minimum), the link drawn
+    among them in file order with the exact kernel's pick; link −1 and |C| 0 where no
+    score is ≤ t(min) (a NaN minimum)."""
+    if pr.size == 0:
+        e = np.empty(0, np.int64)
+        return e, np.empty(0), e, e
+    ex = pw.pair_scores(pr, ib)
+    first = np.flatnonzero(np.r_[True, pr[1:] != pr[:-1]])
+    rows = pr[first]
+    mn = np.minimum.reduceat(ex, first)
+    tied = ex <= np.repeat(tie_threshold_np(mn, rtol), np.diff(np.r_[first, ex.size]))
+    cnt = np.add.reduceat(tied.astype(np.int64), first)
+    pos = np.flatnonzero(tied)  # the tied records of each row, in file order
+    start = np.cumsum(cnt) - cnt
+    link = np.full(rows.size, -1, np.int64)
+    one = cnt >= 1
+    link[one] = ib[pos[start[one] + pick_np(seed, rid[rows[one]], cnt[one])]]
+    return rows, mn, cnt, link
