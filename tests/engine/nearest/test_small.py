@@ -255,3 +255,24 @@ def test_blocks_on_threads_give_the_single_block_result(monkeypatch):
     for other in got[1:]:
         for x, y in zip(got[0], other, strict=True):
             assert np.array_equal(x, y)
+
+
+def test_a_forked_child_makes_its_own_threads():
+    """The thread pool made by the parent has no thread in a forked child: the child's
+    small path must still finish (multiprocessing's fork start method)."""
+    import multiprocessing as mp
+
+    rng = np.random.default_rng(8)
+    a, b = rng.normal(size=(300, 3)), rng.normal(size=(300, 3))
+    pw = Pairwise.build(a, b, transpose=False)
+    args = (pw, np.arange(300), np.arange(300))
+    kw = dict(rtol=1e-9, seed=1, cap=4)
+    mine = small.small_sets(*args, **kw)  # the parent's pool exists from here on
+    with mp.get_context("fork").Pool(1) as pool:
+        theirs = pool.apply_async(_child_sets, (args, kw)).get(timeout=60)
+    for x, y in zip(mine, theirs, strict=True):
+        assert np.array_equal(x, y)
+
+
+def _child_sets(args, kw):
+    return small.small_sets(*args, **kw)

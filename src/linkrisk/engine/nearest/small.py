@@ -5,7 +5,9 @@ compilation costs far more than the whole search, so the engine scores a dense b
 rows against all of B with numpy instead (:func:`small_sets`), and the first run of a
 command is as fast as the tenth (issue 43).
 
-The result is the kernel path's, bit for bit (``tests/engine/nearest/test_small.py``):
+Row blocks of :data:`BLOCK_ELEMENTS` scores run on a thread pool (numpy releases the GIL
+in its loops; a forked child makes its own pool). The result is the kernel path's, bit for
+bit (``tests/engine/nearest/test_small.py``):
 
 * **Scores.** :func:`block_scores` computes every metric with the arithmetic of
   :func:`~.kernels.tile_scores`: elementwise float64 operations in the same order
@@ -226,7 +228,7 @@ def small_sets(pw: Pairwise, truth: np.ndarray, rid: np.ndarray, *, rtol: float,
     global _spent
     _spent += n_a * n_b * (pw.x.shape[1] + 4)
     # blocks of at most BLOCK_ELEMENTS scores, as many as a multiple of the threads
-    threads = _pool()._max_workers
+    threads = _thread_count()
     blocks = -(-max(1, n_a * n_b // BLOCK_ELEMENTS) // threads) * threads
     rows = max(1, min(n_a, BLOCK_ELEMENTS // n_b, -(-n_a // blocks)))
 
@@ -248,15 +250,29 @@ def small_sets(pw: Pairwise, truth: np.ndarray, rid: np.ndarray, *, rtol: float,
     return out_min, out_count, out_ts, out_link
 
 
+def _thread_count() -> int:
+    """As many threads as numba's kernels would use (``NUMBA_NUM_THREADS``)."""
+    from numba import config
+
+    return max(1, int(config.NUMBA_NUM_THREADS))
+
+
 def _pool() -> ThreadPoolExecutor:
-    """The small path's threads: as many as numba's (``NUMBA_NUM_THREADS``), made once."""
+    """The small path's threads (:func:`_thread_count`), made once per process."""
     global _threads
     if _threads is None:
-        from numba import config
-
-        _threads = ThreadPoolExecutor(max(1, int(config.NUMBA_NUM_THREADS)),
-                                      thread_name_prefix="linkrisk-small")
+        _threads = ThreadPoolExecutor(_thread_count(), thread_name_prefix="linkrisk-small")
     return _threads
+
+
+def _forget_pool() -> None:
+    """In a forked child: the parent's pool has no thread here (using it would wait
+    forever), so the child makes its own."""
+    global _threads
+    _threads = None
+
+
+os.register_at_fork(after_in_child=_forget_pool)
 
 
 def _settle_block(s: np.ndarray, truth: np.ndarray, rid: np.ndarray, rtol: float,
