@@ -128,6 +128,8 @@ def start() -> int | None:
 def start_if_deferred() -> int | None:
     """:func:`start` when this process left kernels uncompiled (the small path took their
     problems: :func:`~.nearest.small.deferred`), else None."""
+    # not imported: the CLI asks after every command, and a command that never searched
+    # (``methods``, ``--help``) must not pay numba's import for the answer "no"
     small = sys.modules.get("linkrisk.engine.nearest.small")
     if small is None or not small.deferred():
         return None

@@ -49,7 +49,7 @@ MIN_PAIRS = 50_000_000
 #: rows of the fallback screen with K or more tied records go to the exact kernel
 K = 8
 #: rows of the fallback screen with more parts than this that may hold a tied record go to
-#: the exact kernel (each part costs PART exact scores)
+#: the exact kernel (each opened part costs a float32 product with its PART records)
 MAX_PARTS = 8
 #: fewest query rows of a faiss search: faiss-cpu 1.15's k = 1 flat search costs ~2 ns a
 #: pair with up to 8,192 queries and ~0.12 ns with 10,000 or more (measured here, one or
@@ -230,8 +230,9 @@ def part_screened_sets(pw: Pairwise, parts: list, edges: list[int], smin: np.nda
     score of each row's float32 best (≥ the exact minimum, so its threshold bounds C(a)),
     ``found`` whether faiss returned one. Per row: the parts whose float32 minimum is ≤ U,
     their records whose float32 score is ≤ U scored exactly (:func:`_candidates`), C(a)
-    the scores ≤ t(minimum), the link drawn as the exact kernel draws it. Rows with ≥ ``K`` tied records, more than ``MAX_PARTS``
-    parts or no finite bound go to the exact kernel (``rechecked``)."""
+    the scores ≤ t(minimum), the link drawn as the exact kernel draws it. Rows with ≥ ``K``
+    tied records, more than ``MAX_PARTS`` parts or no finite bound go to the exact kernel
+    (``rechecked``)."""
     a = pw.x
     n_a, m = a.shape
     c = error_constant(m)
