@@ -67,3 +67,40 @@ def test_ties_and_near_ties_across_parts(monkeypatch, seed, budget):
     kw = {} if budget is None else {"memory_budget": budget}  # 64 KiB: many small chunks
     res = _check(a, b, rng.integers(-1, 1000, 600), seed=seed, **kw)
     assert res.uncertified > 0 and (res.count > 1).any()
+
+
+def _second_reference(a32, b32):
+    """The second smallest of ‖b‖² − 2a·b, plus ‖a‖², with numpy's float32 arithmetic in
+    the kernel's order (products added in attribute order, each rounded)."""
+    acc = np.zeros((a32.shape[0], b32.shape[0]), np.float32)
+    na = np.zeros(a32.shape[0], np.float32)
+    for k in range(a32.shape[1]):
+        acc += a32[:, k, None] * b32[None, :, k]
+        na += a32[:, k] * a32[:, k]
+    nb_ = np.einsum("ij,ij->i", b32, b32)
+    v = nb_[None, :] - np.float32(2.0) * acc
+    return np.partition(v, 1, axis=1)[:, 1] + na
+
+
+@pytest.mark.parametrize("n,p", [(1, 2), (3, 7), (5, 512), (6, 513), (37, 1500), (101, 2048)])
+def test_second_smallest_kernel_matches_numpy_bit_for_bit(n, p):
+    """The fused kernel (four rows a tile load, tiles of ``SECOND_TILE`` columns, a
+    counted skip of tiles without a smaller value) gives numpy's float32 values bit for
+    bit, whatever the row count modulo 4 and the column count modulo the tile; tied
+    records (equal rows of B) count twice."""
+    rng = np.random.default_rng(n * 7919 + p)
+    b = rng.normal(size=(p, 13)).astype(np.float32)
+    a = rng.normal(size=(n, 13)).astype(np.float32)
+    if p > 10:
+        b[p // 2] = b[3]          # a tie: the second smallest equals the smallest
+        a[0] = b[3]
+    got = scr.second_in_part(a, b)
+    want = _second_reference(a, b)
+    np.testing.assert_array_equal(got.view(np.int32), want.view(np.int32))
+    if p > 10:
+        assert got[0] == scr.second_in_part(a[:1], b[[3, p // 2]])[0]
+
+
+def test_second_smallest_of_one_record_is_infinite():
+    a = np.ones((3, 2), np.float32)
+    assert np.isinf(scr.second_in_part(a, np.zeros((1, 2), np.float32))).all()

@@ -61,10 +61,11 @@ PART: int | None = None
 
 
 def part_rows(n_b: int) -> int:
-    """Part size: 4096 rows, 8192 from 400,000 released records. Smaller parts make step 2
-    cheaper (n·PART pairs, negligible next to n² at 10⁶) but faiss's k = 1 search slower
-    over many small indexes."""
-    return PART if PART is not None else (8192 if n_b >= 400_000 else 4096)
+    """Part size: 4096 rows. Smaller parts make step 2 cheaper (n·PART pairs) and up to
+    4096 rows faiss's k = 1 search over the parts costs what one search over all of B
+    costs (measured at 10⁶ × 13 with faiss-cpu 1.15: parts of 4096 within 2% of one index,
+    8192 6–16% slower, 2048 8% slower; benchmarks/README.md, "faiss screen")."""
+    return PART if PART is not None else 4096
 
 
 def available() -> bool:
@@ -92,35 +93,82 @@ def query_rows(faiss, rows: int, n_a: int) -> int:
     return min(rows, max(blas, -(-n_a // 20)))
 
 
+#: columns of B per tile of :func:`_second` (four rows' float32 accumulators and the
+#: tile's attribute rows stay in L1: 4·512·4 + 13·512·4 bytes = 34 KiB at m = 13)
+SECOND_TILE = 512
+
+
+@nb.njit(inline="always")
+def _two_smallest(vv, w, m1, m2):
+    """(m1, m2) updated with vv[:w]: the smallest and second smallest of all values seen
+    (a value equal to m1 counts again). A vectorized count first skips the tile when no
+    value is below m2 (most tiles once the minima settle)."""
+    c = 0
+    for j in range(w):
+        c += vv[j] < m2
+    if c:
+        for j in range(w):
+            v = vv[j]
+            if v < m2:
+                if v < m1:
+                    m2 = m1
+                    m1 = v
+                else:
+                    m2 = v
+    return m1, m2
+
+
 @nb.njit(parallel=True, cache=True)
 def _second(a, bt, nb_, out):
     """Per row i of ``a``: the second smallest of ‖b_j‖² − 2·a_i·b_j + ‖a_i‖² over the
     columns j of ``bt`` (B attribute-major), fused: no n×P matrix is written. Float32
-    inputs and arithmetic (the caller bounds the rounding error)."""
+    inputs and arithmetic (the caller bounds the rounding error): a_i·b_j summed in
+    attribute order, so the values do not depend on the blocking. Four rows share each
+    load of a tile of ``SECOND_TILE`` columns (a row past the end repeats the last)."""
     n, m = a.shape
     p = bt.shape[1]
-    for i in nb.prange(n):
-        acc = np.empty(p, np.float32)
-        for j in range(p):
-            acc[j] = 0.0
-        for k in range(m):
-            x = a[i, k]
-            row = bt[k]
-            for j in range(p):
-                acc[j] += x * row[j]
-        m1 = np.float32(np.inf)
-        m2 = np.float32(np.inf)
-        for j in range(p):
-            v = nb_[j] - np.float32(2.0) * acc[j]
-            if v < m1:
-                m2 = m1
-                m1 = v
-            elif v < m2:
-                m2 = v
-        na = np.float32(0.0)
-        for k in range(m):
-            na += a[i, k] * a[i, k]
-        out[i] = m2 + na
+    f2 = np.float32(2.0)
+    for g in nb.prange((n + 3) // 4):
+        i0 = 4 * g
+        i1, i2, i3 = min(i0 + 1, n - 1), min(i0 + 2, n - 1), min(i0 + 3, n - 1)
+        c0 = np.empty(SECOND_TILE, np.float32)
+        c1 = np.empty(SECOND_TILE, np.float32)
+        c2 = np.empty(SECOND_TILE, np.float32)
+        c3 = np.empty(SECOND_TILE, np.float32)
+        vv = np.empty(SECOND_TILE, np.float32)
+        inf = np.float32(np.inf)
+        p0 = q0 = p1 = q1 = p2 = q2 = p3 = q3 = inf
+        for t0 in range(0, p, SECOND_TILE):
+            w = min(SECOND_TILE, p - t0)
+            for j in range(w):
+                c0[j] = c1[j] = c2[j] = c3[j] = 0.0
+            for k in range(m):
+                x0, x1, x2, x3 = a[i0, k], a[i1, k], a[i2, k], a[i3, k]
+                row = bt[k, t0:t0 + w]
+                for j in range(w):
+                    b = row[j]
+                    c0[j] += x0 * b
+                    c1[j] += x1 * b
+                    c2[j] += x2 * b
+                    c3[j] += x3 * b
+            nbt = nb_[t0:t0 + w]
+            for j in range(w):
+                vv[j] = nbt[j] - f2 * c0[j]
+            p0, q0 = _two_smallest(vv, w, p0, q0)
+            for j in range(w):
+                vv[j] = nbt[j] - f2 * c1[j]
+            p1, q1 = _two_smallest(vv, w, p1, q1)
+            for j in range(w):
+                vv[j] = nbt[j] - f2 * c2[j]
+            p2, q2 = _two_smallest(vv, w, p2, q2)
+            for j in range(w):
+                vv[j] = nbt[j] - f2 * c3[j]
+            p3, q3 = _two_smallest(vv, w, p3, q3)
+        for r in range(min(4, n - i0)):
+            na = np.float32(0.0)
+            for k in range(m):
+                na += a[i0 + r, k] * a[i0 + r, k]
+            out[i0 + r] = (q0 if r == 0 else q1 if r == 1 else q2 if r == 2 else q3) + na
 
 
 def second_in_part(a32: np.ndarray, bp32: np.ndarray) -> np.ndarray:
