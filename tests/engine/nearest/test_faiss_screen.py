@@ -104,3 +104,25 @@ def test_second_smallest_kernel_matches_numpy_bit_for_bit(n, p):
 def test_second_smallest_of_one_record_is_infinite():
     a = np.ones((3, 2), np.float32)
     assert np.isinf(scr.second_in_part(a, np.zeros((1, 2), np.float32))).all()
+
+
+def test_merge_part_matches_the_numpy_fold():
+    """The in-place fold of one part's k = 1 result gives what the numpy expressions
+    gave: best, best of the other parts (NaN propagated as np.minimum does), label, part."""
+    rng = np.random.default_rng(5)
+    n = 500
+    b1, o1 = np.full(n, np.inf, np.float32), np.full(n, np.inf, np.float32)
+    l1, p1 = np.zeros(n, np.int64), np.zeros(n, np.int64)
+    ref = [b1.copy(), o1.copy(), l1.copy(), p1.copy()]
+    for s in range(6):
+        d = rng.integers(0, 20, n).astype(np.float32)   # ties between parts
+        d[rng.random(n) < 0.02] = np.nan
+        lb = rng.integers(0, 50, n)
+        scr._merge_part(d, lb, s, 50 * s, b1, o1, l1, p1)
+        rb, ro, rl, rp = ref
+        new = d < rb
+        ref = [np.where(new, d, rb), np.where(new, rb, np.minimum(ro, d)),
+               np.where(new, lb + 50 * s, rl), np.where(new, s, rp)]
+    for got, want in zip((b1, o1, l1, p1), ref, strict=True):
+        np.testing.assert_array_equal(got, want)
+    assert np.isnan(o1).any()

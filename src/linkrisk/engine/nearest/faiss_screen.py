@@ -182,6 +182,24 @@ def second_in_part(a32: np.ndarray, bp32: np.ndarray) -> np.ndarray:
     return out
 
 
+@nb.njit(cache=True)
+def _merge_part(d, lb, s, off, b1, o1, l1, p1):
+    """Fold part ``s``'s k = 1 result (score ``d``, label ``lb`` within the part, which
+    starts at record ``off``) into each row's best (b1, label l1, part p1) and the best
+    of the other parts (o1), in place: one pass instead of five numpy passes a part
+    (hundreds of parts at 10⁶). A NaN score is never best and makes o1 NaN, as
+    ``np.minimum`` would."""
+    for i in range(d.shape[0]):
+        v = d[i]
+        if v < b1[i]:
+            o1[i] = b1[i]
+            b1[i] = v
+            l1[i] = lb[i] + off
+            p1[i] = s
+        elif o1[i] == o1[i] and not v >= o1[i]:
+            o1[i] = v
+
+
 def error_constant(m: int, unit: float = 2.0**-23) -> float:
     """c = 4(m+3)·unit: |float32 score − ‖a−b‖²| ≤ c·(‖a‖² + ‖b‖²) for m attributes (see
     :func:`lower_bound`)."""
@@ -233,18 +251,15 @@ def screened_sets(pw: Pairwise, truth: np.ndarray, rid: np.ndarray, *, rtol: flo
         p1 = np.zeros(r1 - r0, np.int64)
         for s, ix in enumerate(parts):
             d, lb = ix.search(q, 1)
-            d = d[:, 0]
-            new = d < b1
-            o1 = np.where(new, b1, np.minimum(o1, d))
-            b1 = np.where(new, d, b1)
-            l1 = np.where(new, lb[:, 0] + edges[s], l1)
-            p1 = np.where(new, s, p1)
+            _merge_part(d[:, 0], lb[:, 0], s, edges[s], b1, o1, l1, p1)
         best[r0:r1], other[r0:r1], lab[r0:r1], part[r0:r1] = b1, o1, l1, p1
         if progress is not None:
             progress(r1, n_a)
     # second smallest float32 score inside the winning part (fused kernel, faiss arithmetic)
-    for s in np.unique(part):
-        sel = np.flatnonzero(part == s)
+    by_part = np.argsort(part, kind="stable")  # rows grouped by winning part, in order
+    cuts = np.searchsorted(part[by_part], np.arange(len(parts) + 1))
+    for s in np.flatnonzero(np.diff(cuts)):
+        sel = by_part[cuts[s]:cuts[s + 1]]
         second[sel] = second_in_part(a[sel].astype(np.float32),
                                      parts[s].reconstruct_n(0, parts[s].ntotal))
     smin = pw.pair_scores(np.arange(n_a), lab)
