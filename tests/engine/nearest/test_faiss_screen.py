@@ -69,6 +69,24 @@ def test_ties_and_near_ties_across_parts(monkeypatch, seed, budget):
     assert res.uncertified > 0 and (res.count > 1).any()
 
 
+
+@pytest.mark.parametrize("budget,kept", [(None, True), (1 << 16, False)])
+def test_fallback_reads_kept_part_minima_or_searches_again(monkeypatch, budget, kept):
+    """Step 4 reads the part minima step 1 kept when the budget holds a block of them
+    (no second search), and searches the parts again when it does not (64 KiB: 1,024-row
+    blocks, fewer than the 2,500 attacker rows): the same sets and links either way."""
+    monkeypatch.setattr(scr, "PART", 50)
+    seen = []
+    inner = scr.part_screened_sets
+    monkeypatch.setattr(scr, "part_screened_sets",
+                        lambda *a, **k: seen.append(k["pmin"] is not None) or inner(*a, **k))
+    rng = np.random.default_rng(11)
+    b = np.round(rng.normal(size=(1000, 4)), 1)            # rounded: exact ties
+    a = b[rng.integers(0, 1000, 2500)] + rng.choice([0.0, 0.05], size=(2500, 4))
+    kw = {} if budget is None else {"memory_budget": budget}
+    res = _check(a, b, rng.integers(-1, 1000, 2500), **kw)
+    assert res.uncertified > 0 and seen == [kept]
+
 def _second_reference(a32, b32):
     """The second smallest of ‖b‖² − 2a·b, plus ‖a‖², with numpy's float32 arithmetic in
     the kernel's order (products added in attribute order, each rounded)."""

@@ -19,8 +19,10 @@ fast only for k = 1 (its k > 1 path keeps a heap per query and is far slower). S
 
    c = 4(m+3)·2⁻²³, where L(D) is a lower bound of the exact
    score of any record whose computed score is ≥ D (see :func:`lower_bound`); then C(a) = {b₁}.
-4. Rows that fail (ties or near-ties) are searched again part by part (k = 1 in each of
-   the same indexes, :func:`part_screened_sets`): a record whose exact score is within
+4. Rows that fail (ties or near-ties) are settled from their minimum in every part
+   (kept from step 1 when the memory budget holds a block's part minima; otherwise
+   searched again, k = 1 in each of the same indexes; :func:`part_screened_sets`): a
+   record whose exact score is within
    the row's tie threshold t has a float32 score ≤ U = t(1 + 2c) + 3c‖a‖² (the bound of
    step 3 turned around), so only parts whose float32 minimum is ≤ U can hold a member of
    C(a); in those, the records whose float32 score (one BLAS product per part) is ≤ U are
@@ -234,14 +236,19 @@ def screened_sets(pw: Pairwise, truth: np.ndarray, rid: np.ndarray, *, rtol: flo
         ix = faiss.IndexFlatL2(m)
         ix.add(np.ascontiguousarray(b[lo:hi], dtype=np.float32))
         parts.append(ix)
-    # per row: float32 copy, best/second/other minima, labels, parts (+ temporaries)
-    rows = int(np.clip(memory_budget // screen_row_bytes(m), 1024, 262_144))
+    # per row: float32 copy, best/second/other minima, labels, parts (+ temporaries); and,
+    # when the budget holds them for a block of faiss's fast size, the row's part minima
+    # (4 bytes a part), which the fallback of step 4 then reads instead of searching again
+    P = len(parts)
+    rows = int(np.clip(memory_budget // (screen_row_bytes(m) + 4 * P), 1024, 262_144))
+    keep = rows >= min(n_a, int(faiss.cvar.distance_compute_blas_threshold))
+    if not keep:
+        rows = int(np.clip(memory_budget // screen_row_bytes(m), 1024, 262_144))
     rows = query_rows(faiss, rows, n_a)
-    best = np.empty(n_a, np.float32)
-    other = np.empty(n_a, np.float32)
     lab = np.empty(n_a, np.int64)
-    part = np.empty(n_a, np.int64)
-    second = np.full(n_a, np.inf, np.float32)
+    smin = np.empty(n_a)
+    ok = np.empty(n_a, np.bool_)
+    kept = []  # the part minima of the uncertified rows, block by block
     for r0 in range(0, n_a, rows):
         r1 = min(r0 + rows, n_a)
         q = np.ascontiguousarray(a[r0:r1], dtype=np.float32)
@@ -249,22 +256,28 @@ def screened_sets(pw: Pairwise, truth: np.ndarray, rid: np.ndarray, *, rtol: flo
         o1 = np.full(r1 - r0, np.inf, np.float32)
         l1 = np.zeros(r1 - r0, np.int64)
         p1 = np.zeros(r1 - r0, np.int64)
+        pmin = np.empty((r1 - r0, P), np.float32) if keep else None
         for s, ix in enumerate(parts):
             d, lb = ix.search(q, 1)
             _merge_part(d[:, 0], lb[:, 0], s, edges[s], b1, o1, l1, p1)
-        best[r0:r1], other[r0:r1], lab[r0:r1], part[r0:r1] = b1, o1, l1, p1
+            if keep:
+                pmin[:, s] = d[:, 0]
+        # second smallest float32 score inside the winning part (fused kernel, faiss
+        # arithmetic), then the certificate of step 3
+        second = np.full(r1 - r0, np.inf, np.float32)
+        by_part = np.argsort(p1, kind="stable")  # rows grouped by winning part, in order
+        cuts = np.searchsorted(p1[by_part], np.arange(P + 1))
+        for s in np.flatnonzero(np.diff(cuts)):
+            sel = by_part[cuts[s]:cuts[s + 1]]
+            second[sel] = second_in_part(q[sel], parts[s].reconstruct_n(0, parts[s].ntotal))
+        lab[r0:r1] = l1
+        smin[r0:r1] = pw.pair_scores(np.arange(r0, r1), l1)
+        ok[r0:r1] = ((lower_bound(np.minimum(o1, second), a[r0:r1])
+                      > tie_threshold_np(smin[r0:r1], rtol)) & (l1 >= 0))
+        if keep:
+            kept.append(pmin[~ok[r0:r1]])
         if progress is not None:
             progress(r1, n_a)
-    # second smallest float32 score inside the winning part (fused kernel, faiss arithmetic)
-    by_part = np.argsort(part, kind="stable")  # rows grouped by winning part, in order
-    cuts = np.searchsorted(part[by_part], np.arange(len(parts) + 1))
-    for s in np.flatnonzero(np.diff(cuts)):
-        sel = by_part[cuts[s]:cuts[s + 1]]
-        second[sel] = second_in_part(a[sel].astype(np.float32),
-                                     parts[s].reconstruct_n(0, parts[s].ntotal))
-    smin = pw.pair_scores(np.arange(n_a), lab)
-    thr = tie_threshold_np(smin, rtol)
-    ok = (lower_bound(np.minimum(other, second), a) > thr) & (lab >= 0)
     out_ts = pw.pair_scores(np.arange(n_a), truth)  # −1 (no truth) → ∞
     out_min, out_count, out_link = smin, np.ones(n_a, np.int64), lab.copy()
     redo = np.flatnonzero(~ok)
@@ -273,7 +286,8 @@ def screened_sets(pw: Pairwise, truth: np.ndarray, rid: np.ndarray, *, rtol: flo
         # the uncertified rows are screened again: report them as a second pass
         sub = part_screened_sets(pw.rows(redo), parts, edges, smin[redo], lab[redo] >= 0,
                                  rid[redo], rtol=rtol, seed=seed, cap=cap,
-                                 memory_budget=memory_budget, progress=progress)
+                                 memory_budget=memory_budget, progress=progress,
+                                 pmin=np.concatenate(kept) if keep else None)
         out_min[redo], out_count[redo], out_link[redo] = sub.min_score, sub.count, sub.link
         rechecked = sub.rechecked
     parts.clear()
@@ -287,7 +301,8 @@ def screened_sets(pw: Pairwise, truth: np.ndarray, rid: np.ndarray, *, rtol: flo
 
 def part_screened_sets(pw: Pairwise, parts: list, edges: list[int], smin: np.ndarray,
                        found: np.ndarray, rid: np.ndarray, *, rtol: float, seed: int, cap: int,
-                       memory_budget: int, progress) -> NearestSets:
+                       memory_budget: int, progress,
+                       pmin: np.ndarray | None = None) -> NearestSets:
     """Candidate sets of the rows the k = 1 screen could not certify (step 4 of the
     module): ``parts`` are its faiss indexes of B[edges[s]:edges[s+1]], ``smin`` the exact
     score of each row's float32 best (≥ the exact minimum, so its threshold bounds C(a)),
@@ -295,7 +310,8 @@ def part_screened_sets(pw: Pairwise, parts: list, edges: list[int], smin: np.nda
     their records whose float32 score is ≤ U scored exactly (:func:`_candidates`), C(a)
     the scores ≤ t(minimum), the link drawn as the exact kernel draws it. Rows with ≥ ``K``
     tied records, more than ``MAX_PARTS`` parts or no finite bound go to the exact kernel
-    (``rechecked``)."""
+    (``rechecked``). ``pmin``: the rows' part minima when the screen kept them (no search
+    here then)."""
     a = pw.x
     n_a, m = a.shape
     c = error_constant(m)
@@ -310,12 +326,16 @@ def part_screened_sets(pw: Pairwise, parts: list, edges: list[int], smin: np.nda
     rows = int(np.clip(memory_budget // (4 * len(parts) + screen_row_bytes(m)), 256, 262_144))
     for r0 in range(0, n_a, rows):
         r1 = min(r0 + rows, n_a)
-        q = np.zeros((max(r1 - r0, FAST_QUERIES), m), np.float32)  # padded (see FAST_QUERIES)
-        q[:r1 - r0] = a[r0:r1]
-        pmin = np.empty((r1 - r0, len(parts)))
-        for s, ix in enumerate(parts):
-            pmin[:, s] = ix.search(q, 1)[0][:r1 - r0, 0]
-        hit = pmin <= bound[r0:r1, None]
+        if pmin is not None:
+            q = np.ascontiguousarray(a[r0:r1], dtype=np.float32)
+            pm = pmin[r0:r1]
+        else:
+            q = np.zeros((max(r1 - r0, FAST_QUERIES), m), np.float32)  # padded: FAST_QUERIES
+            q[:r1 - r0] = a[r0:r1]
+            pm = np.empty((r1 - r0, len(parts)), np.float32)
+            for s, ix in enumerate(parts):
+                pm[:, s] = ix.search(q, 1)[0][:r1 - r0, 0]
+        hit = pm <= bound[r0:r1, None]
         nhit = hit.sum(axis=1)
         easy = (nhit >= 1) & (nhit <= MAX_PARTS) & np.isfinite(bound[r0:r1]) & found[r0:r1]
         todo[r0:r1] = ~easy
