@@ -49,6 +49,7 @@ from __future__ import annotations
 import argparse
 import json
 import resource
+import statistics
 import subprocess
 import sys
 import time
@@ -329,6 +330,11 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--markdown", action="store_true",
                     help="print only the Markdown table (no progress lines on stderr)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="run faiss and each attack this many times, alternated (faiss, "
+                         "attacks, faiss, ...); the table gives median seconds and the median "
+                         "of each run's ratio to the faiss run just before it (single runs on "
+                         "a shared machine move by 5-10 %%); spot checks in the first only")
     ap.add_argument("--inline", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--n", type=int, help=argparse.SUPPRESS)
@@ -373,14 +379,41 @@ def main(argv: list[str] | None = None) -> None:
         for what in ["faiss", *sk, *attacks]:
             r = case(what, n)
             log(_line(r, rows))
+        for rep in range(1, max(1, args.repeat)):
+            base = _run("faiss", n, args.seed, 0, args.inline)
+            log(f"  run {rep + 1}: {_line(base, rows)}")
+            for what in [*sk, *attacks]:
+                r = next(x for x in rows if x["what"] == what and x["n"] == n)
+                if r.get("est") or "error" in r or "error" in base:
+                    continue
+                again = _run(what, n, args.seed, 0, args.inline)
+                if "error" in again:
+                    continue
+                r.setdefault("runs", [r["seconds"]]).append(again["seconds"])
+                r.setdefault("ratios", [_ratio(r, rows)]).append(
+                    again["seconds"] / base["seconds"])
+                log(f"  run {rep + 1}: {what} {again['seconds']:.2f} s, "
+                    f"{r['ratios'][-1]:.2f}x faiss")
+            f = next(x for x in rows if x["what"] == "faiss" and x["n"] == n)
+            if "error" not in base and "error" not in f:
+                f.setdefault("runs", [f["seconds"]]).append(base["seconds"])
+    for r in rows:
+        if "runs" in r:
+            r["first"] = r["seconds"]
+            r["seconds"] = float(statistics.median(r["runs"]))
     log(f"whole run: {time.perf_counter() - t_start:.0f} s")
     print(markdown(rows, sizes, check, args))
 
 
 def _ratio(r: dict, rows: list[dict]) -> float:
+    """Seconds / faiss's of the same size; with --repeat, the median of the runs' ratios
+    (each to the faiss run just before it)."""
+    if "ratios" in r and "first" in r:  # the repeats are complete
+        return float(statistics.median(r["ratios"]))
     ref = [x for x in rows if x["what"] == "faiss" and x["n"] == r["n"] and "seconds" in x
            and not x.get("est")]
-    return r["seconds"] / ref[0]["seconds"] if ref and "seconds" in r else float("nan")
+    first = ref[0].get("first", ref[0]["seconds"]) if ref else float("nan")
+    return r.get("first", r["seconds"]) / first if ref and "seconds" in r else float("nan")
 
 
 def _check_text(r: dict) -> str:
@@ -426,13 +459,18 @@ def markdown(rows: list[dict], sizes: list[int], check: int, args) -> str:
             continue
         est = "~" if r.get("est") else ""
         ratio = _ratio(r, rows)
-        cells = [r["what"], f"{r['n']:,}", f"{est}{r['seconds']:.2f}",
+        runs = (" (" + " / ".join(f"{t:.2f}" for t in r["runs"]) + ")") if "runs" in r else ""
+        cells = [r["what"], f"{r['n']:,}", f"{est}{r['seconds']:.2f}{runs}",
                  f"{est}{ratio:.2f}" if np.isfinite(ratio) else "",
                  f"{r['peak_mb']:.0f}" if "peak_mb" in r else "",
                  f"{r['delta_mb']:.0f}" if "delta_mb" in r else "",
                  f"{100 * r['rate']:.2f} %" if "rate" in r else "", _check_text(r)]
         out.append("| " + " | ".join(cells) + " |")
     out.append("")
+    if any("runs" in r for r in rows):
+        out.append("With --repeat: s is the median of the runs (in brackets, in order), "
+                   "× faiss the median of each run's ratio to the faiss run before it; "
+                   "peak memory, rate and check from the first run.")
     out.append(f"check: brute-force float64 mismatches / random attacker records "
                f"({check:,} per case); gdbrl: recomputed total cost and the certificate. "
                "~: extrapolated, not run.")

@@ -43,3 +43,20 @@ def test_whole_table_at_a_tiny_size(capsys):
             assert check == "—"
         else:
             assert check == "0 / 150", (name, check)
+
+
+def test_repeat_reports_medians_of_alternated_runs(capsys):
+    """--repeat 3: faiss and the attack run three times each, alternated; the table gives
+    the median seconds with the runs in brackets and the median of the runs' ratios."""
+    scale.main(["--sizes", "400", "--attacks", "dbrl", "--sklearn-max", "0", "--check", "20",
+                "--repeat", "3", "--inline", "--markdown"])
+    out = capsys.readouterr().out
+    cells = {line.split(" | ")[0][2:]: line.split(" | ") for line in out.splitlines()
+             if line.startswith("| ") and not line.startswith("| attack ")}
+    assert set(cells) == {"faiss", "dbrl"}
+    for c in cells.values():
+        med, runs = c[2].split(" (")
+        runs = [float(t) for t in runs.rstrip(")").split(" / ")]
+        assert len(runs) == 3 and float(med) == pytest.approx(sorted(runs)[1], abs=0.006)
+    assert float(cells["dbrl"][3]) > 0 and cells["dbrl"][7].startswith("0 / 20")
+    assert "median of each run's ratio" in out

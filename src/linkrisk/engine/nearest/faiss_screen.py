@@ -249,22 +249,26 @@ def screened_sets(pw: Pairwise, truth: np.ndarray, rid: np.ndarray, *, rtol: flo
     smin = np.empty(n_a)
     ok = np.empty(n_a, np.bool_)
     kept = []  # the part minima of the uncertified rows, block by block
+    # faiss writes into buffers made once (fresh output arrays for each of hundreds of
+    # searches cost page faults): the part minima, a row a part, or one row reused
+    rows = min(rows, n_a)
+    dbuf = np.empty((P if keep else 1, rows), np.float32)
+    ibuf = np.empty(rows, np.int64)
     for r0 in range(0, n_a, rows):
         r1 = min(r0 + rows, n_a)
+        nr = r1 - r0
         q = np.ascontiguousarray(a[r0:r1], dtype=np.float32)
-        b1 = np.full(r1 - r0, np.inf, np.float32)
-        o1 = np.full(r1 - r0, np.inf, np.float32)
-        l1 = np.zeros(r1 - r0, np.int64)
-        p1 = np.zeros(r1 - r0, np.int64)
-        pmin = np.empty((r1 - r0, P), np.float32) if keep else None
+        b1 = np.full(nr, np.inf, np.float32)
+        o1 = np.full(nr, np.inf, np.float32)
+        l1 = np.zeros(nr, np.int64)
+        p1 = np.zeros(nr, np.int64)
         for s, ix in enumerate(parts):
-            d, lb = ix.search(q, 1)
-            _merge_part(d[:, 0], lb[:, 0], s, edges[s], b1, o1, l1, p1)
-            if keep:
-                pmin[:, s] = d[:, 0]
+            d = dbuf[s if keep else 0, :nr]
+            ix.search(q, 1, D=d.reshape(nr, 1), I=ibuf[:nr].reshape(nr, 1))
+            _merge_part(d, ibuf[:nr], s, edges[s], b1, o1, l1, p1)
         # second smallest float32 score inside the winning part (fused kernel, faiss
         # arithmetic), then the certificate of step 3
-        second = np.full(r1 - r0, np.inf, np.float32)
+        second = np.full(nr, np.inf, np.float32)
         by_part = np.argsort(p1, kind="stable")  # rows grouped by winning part, in order
         cuts = np.searchsorted(p1[by_part], np.arange(P + 1))
         for s in np.flatnonzero(np.diff(cuts)):
@@ -275,7 +279,7 @@ def screened_sets(pw: Pairwise, truth: np.ndarray, rid: np.ndarray, *, rtol: flo
         ok[r0:r1] = ((lower_bound(np.minimum(o1, second), a[r0:r1])
                       > tie_threshold_np(smin[r0:r1], rtol)) & (l1 >= 0))
         if keep:
-            kept.append(pmin[~ok[r0:r1]])
+            kept.append(dbuf[:, :nr][:, ~ok[r0:r1]].T)
         if progress is not None:
             progress(r1, n_a)
     out_ts = pw.pair_scores(np.arange(n_a), truth)  # −1 (no truth) → ∞
