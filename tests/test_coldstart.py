@@ -10,6 +10,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 HEAVY = ("numba", "pandas", "scipy", "numpy", "pyarrow", "matplotlib")
 
 
@@ -73,3 +75,21 @@ def test_writable_package_or_user_setting_is_left_alone(tmp_path):
     assert _run(code, _env(XDG_CACHE_HOME=str(tmp_path))) is None  # editable checkout
     mine = str(tmp_path / "mine")
     assert _run(_READ_ONLY, _env(NUMBA_CACHE_DIR=mine))[0] == mine
+
+
+def test_warmup_covers_the_faiss_screen(monkeypatch):
+    """`linkrisk warmup` compiles the kernels of dbrl's faiss screen too, which only files
+    of 5·10⁷ pairs or more reach (masking and assessing are stubbed out here: only the
+    steps' list and the screen's step run)."""
+    import linkrisk
+    from linkrisk.engine.nearest import faiss_screen
+
+    pytest.importorskip("faiss")
+    monkeypatch.setattr(linkrisk, "mask", lambda df, *a, **k: df.copy())
+    monkeypatch.setattr(linkrisk, "assess", lambda *a, **k: None)
+    called = []
+    inner = faiss_screen.screened_sets
+    monkeypatch.setattr(faiss_screen, "screened_sets",
+                        lambda *a, **k: called.append(1) or inner(*a, **k))
+    steps = linkrisk.warmup(masking=False)
+    assert [s for s, _ in steps][-1] == "dbrl faiss screen" and called == [1]

@@ -283,6 +283,12 @@ def warmup(progress=None, masking=True, exclusive=False):
                             rank_swap_p=5, sensitive=["v12"]))
         step("assess pram blocked (categorical attacks)",
              lambda: assess(cat.assign(**key), pram.assign(**key), block=["g"]))
+        # dbrl's faiss screen runs from 5·10⁷ pairs on: its kernels, on a small file
+        from .engine.nearest import faiss_screen, nearest_sets
+
+        if faiss_screen.available():
+            step("dbrl faiss screen", lambda: nearest_sets(
+                num.to_numpy(float), swapped.to_numpy(float), screen="faiss"))
     return steps
 
 

@@ -63,10 +63,11 @@ PART: int | None = None
 
 
 def part_rows(n_b: int) -> int:
-    """Part size: 4096 rows. Smaller parts make step 2 cheaper (n·PART pairs) and up to
-    4096 rows faiss's k = 1 search over the parts costs what one search over all of B
-    costs (measured at 10⁶ × 13 with faiss-cpu 1.15: parts of 4096 within 2% of one index,
-    8192 6–16% slower, 2048 8% slower; benchmarks/README.md, "faiss screen")."""
+    """Part size: 4096 rows. Smaller parts make step 2 cheaper (n·PART pairs); faiss's k = 1
+    search over parts of 4096 or 8192 rows costs about what one search over all of B
+    costs, and over 2048-row parts more (10⁶ × 13, faiss-cpu 1.15, alternated runs:
+    4096 −1 to +7 %, 8192 −1 to +18 %, 2048 +5 to +8 %; benchmarks/README.md, "faiss
+    screen")."""
     return PART if PART is not None else 4096
 
 
