@@ -133,7 +133,8 @@ def _child(what: str, n: int, seed: int, check: int) -> dict:
 
 def _warm_up(what: str, x, y) -> None:
     """Compile the kernels outside the timing, including those that only larger files
-    reach: gdbrl's sparse solver and certificate, prl's subset walks."""
+    reach: gdbrl's sparse solver and certificate, dbrl's faiss screen, prl's subset
+    walks."""
     import linkrisk
 
     linkrisk.attack(x, y, what)
@@ -145,6 +146,13 @@ def _warm_up(what: str, x, y) -> None:
 
         min_cost_matching(standardize(x.to_numpy()), standardize(y.to_numpy()), root=True,
                           solver="sparse", screen=True)
+    elif what == "dbrl":
+        # the faiss screen, which only problems of 5·10⁷ pairs or more reach
+        from linkrisk.engine import standardize
+        from linkrisk.engine.nearest import faiss_screen, nearest_sets
+
+        if faiss_screen.available():
+            nearest_sets(standardize(x.to_numpy()), standardize(y.to_numpy()), screen="faiss")
     elif what == "prl":
         from linkrisk.attacks import make_context
         from linkrisk.attacks import probabilistic as P
