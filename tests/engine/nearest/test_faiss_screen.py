@@ -144,3 +144,26 @@ def test_merge_part_matches_the_numpy_fold():
     for got, want in zip((b1, o1, l1, p1), ref, strict=True):
         np.testing.assert_array_equal(got, want)
     assert np.isnan(o1).any()
+
+
+@pytest.mark.parametrize("n_a,padded", [(40, True), (9, False), (300, False)])
+def test_blocks_under_the_faiss_cliff_are_padded(monkeypatch, n_a, padded):
+    """A block of PAD_MIN..FAST_QUERIES rows is searched padded with zero rows (faiss's k = 1
+    search is ~16x dearer a pair below ~8,192 queries); the padding changes no set or
+    link. Smaller blocks, and blocks at least FAST_QUERIES long, are searched as they are."""
+    import faiss
+
+    monkeypatch.setattr(scr, "PART", 64)
+    monkeypatch.setattr(scr, "PAD_MIN", 10)
+    monkeypatch.setattr(scr, "FAST_QUERIES", 64)
+    sizes = []
+    search = faiss.IndexFlatL2.search
+    monkeypatch.setattr(faiss.IndexFlatL2, "search",
+                        lambda self, x, k, **kw: sizes.append(x.shape[0]) or search(self, x, k,
+                                                                                    **kw))
+    rng = np.random.default_rng(n_a)
+    b = np.round(rng.normal(size=(500, 3)), 1)
+    a = b[rng.integers(0, 500, n_a)] + rng.choice([0.0, 0.05], size=(n_a, 3))
+    _check(a, b, rng.integers(-1, 500, n_a))
+    first = sizes[:8]  # the first pass: one search a part
+    assert first == [64 if padded else n_a] * 8

@@ -57,6 +57,9 @@ MAX_PARTS = 8
 #: pair with up to 8,192 queries and ~0.12 ns with 10,000 or more (measured here, one or
 #: two threads, indexes of 4,096–65,536 rows), so a smaller block is padded to this size
 FAST_QUERIES = 10_000
+#: ... which pays from this many queries on: a search of 10,000 costs what one of ~600
+#: costs below the cliff (so a smaller attacker file, or a last block, is not padded)
+PAD_MIN = 600
 #: rows of B per part of the k = 1 screen (None: by size, see :func:`part_rows`); small
 #: parts make step 2 cheap, but faiss is less efficient on many small indexes
 PART: int | None = None
@@ -254,18 +257,26 @@ def screened_sets(pw: Pairwise, truth: np.ndarray, rid: np.ndarray, *, rtol: flo
     # searches cost page faults): the part minima, a row a part, or one row reused
     rows = min(rows, n_a)
     dbuf = np.empty((P if keep else 1, rows), np.float32)
-    ibuf = np.empty(rows, np.int64)
+    ibuf = np.empty(max(rows, FAST_QUERIES), np.int64)
+    dpad = np.empty(FAST_QUERIES, np.float32)
     for r0 in range(0, n_a, rows):
         r1 = min(r0 + rows, n_a)
         nr = r1 - r0
-        q = np.ascontiguousarray(a[r0:r1], dtype=np.float32)
+        # a block under faiss's cliff is padded with zero rows (see FAST_QUERIES)
+        nq = FAST_QUERIES if PAD_MIN <= nr < FAST_QUERIES else nr
+        q = np.zeros((nq, m), np.float32)
+        q[:nr] = a[r0:r1]
         b1 = np.full(nr, np.inf, np.float32)
         o1 = np.full(nr, np.inf, np.float32)
         l1 = np.zeros(nr, np.int64)
         p1 = np.zeros(nr, np.int64)
         for s, ix in enumerate(parts):
             d = dbuf[s if keep else 0, :nr]
-            ix.search(q, 1, D=d.reshape(nr, 1), I=ibuf[:nr].reshape(nr, 1))
+            if nq > nr:
+                ix.search(q, 1, D=dpad.reshape(nq, 1), I=ibuf[:nq].reshape(nq, 1))
+                d[:] = dpad[:nr]
+            else:
+                ix.search(q, 1, D=d.reshape(nr, 1), I=ibuf[:nr].reshape(nr, 1))
             _merge_part(d, ibuf[:nr], s, edges[s], b1, o1, l1, p1)
         # second smallest float32 score inside the winning part (fused kernel, faiss
         # arithmetic), then the certificate of step 3
