@@ -105,16 +105,18 @@ SECOND_TILE = 512
 
 
 @nb.njit(inline="always")
-def _two_smallest(vv, w, m1, m2):
-    """(m1, m2) updated with vv[:w]: the smallest and second smallest of all values seen
-    (a value equal to m1 counts again). A vectorized count first skips the tile when no
-    value is below m2 (most tiles once the minima settle)."""
+def _two_smallest(acc, nbt, w, m1, m2):
+    """(m1, m2) updated with the tile's scores ‖b_j‖² − 2·acc_j (j < w): the smallest and
+    second smallest of all values seen (a value equal to m1 counts again). A vectorized
+    count first skips the tile when no score is below m2 (most tiles once the minima
+    settle); the scores are computed again only for a tile that is not skipped."""
+    f2 = np.float32(2.0)
     c = 0
     for j in range(w):
-        c += vv[j] < m2
+        c += nbt[j] - f2 * acc[j] < m2
     if c:
         for j in range(w):
-            v = vv[j]
+            v = nbt[j] - f2 * acc[j]
             if v < m2:
                 if v < m1:
                     m2 = m1
@@ -133,7 +135,6 @@ def _second(a, bt, nb_, out):
     load of a tile of ``SECOND_TILE`` columns (a row past the end repeats the last)."""
     n, m = a.shape
     p = bt.shape[1]
-    f2 = np.float32(2.0)
     for g in nb.prange((n + 3) // 4):
         i0 = 4 * g
         i1, i2, i3 = min(i0 + 1, n - 1), min(i0 + 2, n - 1), min(i0 + 3, n - 1)
@@ -141,7 +142,6 @@ def _second(a, bt, nb_, out):
         c1 = np.empty(SECOND_TILE, np.float32)
         c2 = np.empty(SECOND_TILE, np.float32)
         c3 = np.empty(SECOND_TILE, np.float32)
-        vv = np.empty(SECOND_TILE, np.float32)
         inf = np.float32(np.inf)
         p0 = q0 = p1 = q1 = p2 = q2 = p3 = q3 = inf
         for t0 in range(0, p, SECOND_TILE):
@@ -158,18 +158,10 @@ def _second(a, bt, nb_, out):
                     c2[j] += x2 * b
                     c3[j] += x3 * b
             nbt = nb_[t0:t0 + w]
-            for j in range(w):
-                vv[j] = nbt[j] - f2 * c0[j]
-            p0, q0 = _two_smallest(vv, w, p0, q0)
-            for j in range(w):
-                vv[j] = nbt[j] - f2 * c1[j]
-            p1, q1 = _two_smallest(vv, w, p1, q1)
-            for j in range(w):
-                vv[j] = nbt[j] - f2 * c2[j]
-            p2, q2 = _two_smallest(vv, w, p2, q2)
-            for j in range(w):
-                vv[j] = nbt[j] - f2 * c3[j]
-            p3, q3 = _two_smallest(vv, w, p3, q3)
+            p0, q0 = _two_smallest(c0, nbt, w, p0, q0)
+            p1, q1 = _two_smallest(c1, nbt, w, p1, q1)
+            p2, q2 = _two_smallest(c2, nbt, w, p2, q2)
+            p3, q3 = _two_smallest(c3, nbt, w, p3, q3)
         for r in range(min(4, n - i0)):
             na = np.float32(0.0)
             for k in range(m):
@@ -225,6 +217,17 @@ def lower_bound(d: np.ndarray, a: np.ndarray, unit: float = 2.0**-23) -> np.ndar
     return (d.astype(np.float64) - 3.0 * c * np.einsum("ij,ij->i", a, a)) / (1.0 + 2.0 * c)
 
 
+def _queries(block: np.ndarray) -> np.ndarray:
+    """A block of attacker rows as faiss's float32 queries; a block of ``PAD_MIN`` to
+    ``FAST_QUERIES`` rows padded with zero rows to ``FAST_QUERIES`` (faiss's cliff, see
+    there). Results for the padding rows are discarded."""
+    nr = block.shape[0]
+    q = np.zeros((FAST_QUERIES if PAD_MIN <= nr < FAST_QUERIES else nr, block.shape[1]),
+                 np.float32)
+    q[:nr] = block
+    return q
+
+
 def screened_sets(pw: Pairwise, truth: np.ndarray, rid: np.ndarray, *, rtol: float, seed: int,
                   cap: int, memory_budget: int, progress) -> NearestSets:
     """Candidate sets for the ``sqeuclidean`` metric through the two-stage faiss screen
@@ -262,10 +265,8 @@ def screened_sets(pw: Pairwise, truth: np.ndarray, rid: np.ndarray, *, rtol: flo
     for r0 in range(0, n_a, rows):
         r1 = min(r0 + rows, n_a)
         nr = r1 - r0
-        # a block under faiss's cliff is padded with zero rows (see FAST_QUERIES)
-        nq = FAST_QUERIES if PAD_MIN <= nr < FAST_QUERIES else nr
-        q = np.zeros((nq, m), np.float32)
-        q[:nr] = a[r0:r1]
+        q = _queries(a[r0:r1])
+        nq = q.shape[0]
         b1 = np.full(nr, np.inf, np.float32)
         o1 = np.full(nr, np.inf, np.float32)
         l1 = np.zeros(nr, np.int64)
@@ -346,8 +347,7 @@ def part_screened_sets(pw: Pairwise, parts: list, edges: list[int], smin: np.nda
             q = np.ascontiguousarray(a[r0:r1], dtype=np.float32)
             pm = pmin[r0:r1]
         else:
-            q = np.zeros((max(r1 - r0, FAST_QUERIES), m), np.float32)  # padded: FAST_QUERIES
-            q[:r1 - r0] = a[r0:r1]
+            q = _queries(a[r0:r1])
             pm = np.empty((r1 - r0, len(parts)), np.float32)
             for s, ix in enumerate(parts):
                 pm[:, s] = ix.search(q, 1)[0][:r1 - r0, 0]
