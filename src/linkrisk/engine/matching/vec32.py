@@ -236,7 +236,10 @@ def _make_maybe(M: int):
     and a < fl(fl(u·u)·(1 + 10⁻⁵)) + err[r], u > 0, off > gt[r], with a the float32
     score and u = th[r] + off (float32, unfused: the rounding the pre-test's proof
     assumes). Rows with some such column are appended as (r, 32-bit mask) to ``hr``,
-    ``hm``; returns how many."""
+    ``hm``; returns how many. The tests u > 0 and off > gt[r] are made as one comparison
+    with max(gt[r], −th[r]), and q < endc[r] − j0 on the mask's bits: the same tests in
+    40 vector operations a row and block instead of 44 (the scan's pre-test ~8 % faster
+    here, 0.216–0.220 → 0.198–0.203 ns a pair, all blocks tested, no hit)."""
 
     @intrinsic
     def block_maybe(typingctx, x, nx, rr, nr, th, gt, err, endc, yt, ny, off, j0, hr, hm):
@@ -252,39 +255,38 @@ def _make_maybe(M: int):
             nr_, j0_ = args[3], args[11]
             blk = _Block(builder, M, ax, anx, ayt, any_, j0_)
             i32, i64 = blk.i32, blk.i64
-            ivty = ir.VectorType(i32, _LANES)
             offv = [blk.vload(aoff.data, blk.off(j0_, v)) for v in range(_NV)]
             cst = ir.Constant(blk.vty, [float(np.float32(1.0 + 1e-5))] * _LANES)
-            zero = ir.Constant(blk.vty, [0.0] * _LANES)
-            lanes = [ir.Constant(ivty, [v * _LANES + q for q in range(_LANES)])
-                     for v in range(_NV)]
-            und = ir.Constant(ivty, ir.Undefined)
-
-            def ibcast(val):
-                v0 = builder.insert_element(und, val, ir.Constant(i32, 0))
-                return builder.shuffle_vector(v0, und, ir.Constant(ivty, [0] * _LANES))
+            nan = ir.Constant(blk.f32, float("nan"))
 
             def body(r, cnt):
-                i = builder.load(builder.gep(arr.data, [r]))
-                acc = blk.scores(i)
-                thv = blk.bcast(builder.load(builder.gep(ath.data, [r])))
-                gtv = blk.bcast(builder.load(builder.gep(agt.data, [r])))
+                acc = blk.scores(builder.load(builder.gep(arr.data, [r])))
+                th = builder.load(builder.gep(ath.data, [r]))
+                gt = builder.load(builder.gep(agt.data, [r]))
+                thv = blk.bcast(th)
+                # u > 0 and off > gt as one test: fl(th + off) > 0 iff th + off > 0 iff
+                # off > −th (a rounded sum keeps its sign), so both hold iff off > G with
+                # G = max(gt, −th), NaN when either is (both tests then fail)
+                nth = builder.fneg(th)
+                g = builder.select(builder.fcmp_ordered(">", nth, gt), nth, gt)
+                g = builder.select(builder.fcmp_unordered("uno", th, th), nan, g)
+                gv = blk.bcast(g)
                 ev = blk.bcast(builder.load(builder.gep(aerr.data, [r])))
                 lim = builder.sub(builder.load(builder.gep(aend.data, [r])), j0_)
                 lim = builder.select(builder.icmp_signed("<", lim, blk.c64(0)), blk.c64(0), lim)
                 lim = builder.select(builder.icmp_signed(">", lim, blk.c64(BLOCK)),
                                      blk.c64(BLOCK), lim)
-                limv = ibcast(builder.trunc(lim, i32))
+                # the row's columns in this block (lanes below lim), as scalar bits
+                lanes = builder.sub(builder.shl(blk.c64(1), lim), blk.c64(1))
                 mask = blk.c64(0)
                 for v in range(_NV):
                     u = builder.fadd(thv, offv[v])
                     t = builder.fadd(builder.fmul(builder.fmul(u, u), cst), ev)
                     ok = builder.and_(builder.fcmp_ordered("<", acc[v], t),
-                                      builder.fcmp_ordered(">", u, zero))
-                    ok = builder.and_(ok, builder.fcmp_ordered(">", offv[v], gtv))
-                    ok = builder.and_(ok, builder.icmp_signed("<", lanes[v], limv))
+                                      builder.fcmp_ordered(">", offv[v], gv))
                     bits = builder.zext(builder.bitcast(ok, ir.IntType(_LANES)), i64)
                     mask = builder.or_(mask, builder.shl(bits, blk.c64(v * _LANES)))
+                mask = builder.and_(mask, lanes)
                 # branch-free append: written at slot cnt, kept only if some bit is set
                 builder.store(r, builder.gep(ahr.data, [cnt]))
                 builder.store(builder.trunc(mask, i32), builder.gep(ahm.data, [cnt]))
