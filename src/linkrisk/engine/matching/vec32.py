@@ -238,8 +238,8 @@ def _make_maybe(M: int):
     assumes). Rows with some such column are appended as (r, 32-bit mask) to ``hr``,
     ``hm``; returns how many. The tests u > 0 and off > gt[r] are made as one comparison
     with max(gt[r], −th[r]), and q < endc[r] − j0 on the mask's bits: the same tests in
-    40 vector operations a row and block instead of 44 (the scan's pre-test ~8 % faster
-    here, 0.216–0.220 → 0.198–0.203 ns a pair, all blocks tested, no hit)."""
+    40 vector operations a row and block instead of 44: 0.197–0.210 → 0.185–0.188 ns a
+    pair (``benchmarks/scan_pretest.py``, every block tested, none passing)."""
 
     @intrinsic
     def block_maybe(typingctx, x, nx, rr, nr, th, gt, err, endc, yt, ny, off, j0, hr, hm):
