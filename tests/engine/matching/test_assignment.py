@@ -148,58 +148,105 @@ def test_edges_within_free_tol_free_no_row():
     assert np.nansum(sa.matched_cost()) == pytest.approx(_optimum(n, r, k, w), abs=1e-5)
 
 
-def _auction_reference(indptr, indices, cost, v, col4row, row4col, eps, max_steps):
-    """The auction phase as one branchy pass per bid keeping the two smallest reduced
-    costs (the loop :func:`_auction` replaced), in plain Python."""
+def _auction_reference(indptr, indices, cost, v, col4row, row4col, eps, max_steps, batch,
+                       batch_min):
+    """The auction phase in plain Python: bids by one branchy pass per row keeping the two
+    smallest reduced costs (the loop the vectorized bids replaced); with ``batch_min`` or
+    more rows queued, the next ``batch`` bid on the same prices and are applied in order,
+    a bid losing only to a batch-mate's that took its column at a lower price."""
     n = indptr.shape[0] - 1
     queue = [i for i in range(n) if col4row[i] < 0]
     steps = 0
     while queue and steps < max_steps:
-        i = queue.pop(0)
-        steps += 1
-        m1 = m2 = np.inf
-        j1 = -1
-        for e in range(indptr[i], indptr[i + 1]):
-            r = cost[e] - v[indices[e]]
-            if r < m2:
-                if r < m1:
-                    m2, m1, j1 = m1, r, indices[e]
-                else:
-                    m2 = r
-        if j1 < 0:
-            continue
-        v[j1] -= (m2 - m1 if m2 < np.inf else 0.0) + eps
-        i0 = row4col[j1]
-        row4col[j1], col4row[i] = i, j1
-        if i0 >= 0:
-            col4row[i0] = -1
-            queue.append(i0)
+        nr = 1 if len(queue) < batch_min else min(len(queue), batch, max_steps - steps)
+        rows, queue = queue[:nr], queue[nr:]
+        steps += nr
+        bids = []
+        for i in rows:
+            m1 = m2 = np.inf
+            j1 = -1
+            for e in range(indptr[i], indptr[i + 1]):
+                r = cost[e] - v[indices[e]]
+                if r < m2:
+                    if r < m1:
+                        m2, m1, j1 = m1, r, indices[e]
+                    else:
+                        m2 = r
+            bids.append((j1, v[j1] - ((m2 - m1 if m2 < np.inf else 0.0) + eps)))
+        taken = set()
+        for i, (j1, price) in zip(rows, bids, strict=True):
+            if j1 < 0:
+                continue
+            if j1 in taken and not price < v[j1]:
+                queue.append(i)  # outbid by a batch-mate
+                continue
+            taken.add(j1)
+            v[j1] = price
+            i0 = row4col[j1]
+            row4col[j1], col4row[i] = i, j1
+            if i0 >= 0:
+                col4row[i0] = -1
+                queue.append(i0)
     return len(queue)
 
 
 @pytest.mark.parametrize("levels,eps", [(3, 0.5), (50, 0.01), (10**6, 1e-3)])
-def test_vectorized_bids_equal_branchy_bids(levels, eps):
-    """The auction's bids (a gathered buffer, two vectorized minima) are those of the
-    branchy two-smallest pass: same prices to the bit and same assignment, on graphs with
-    many equal reduced costs, rows of one edge and a row whose edges are all infinite."""
-    from linkrisk.engine.matching.assignment import _auction
+@pytest.mark.parametrize("n", [300, 3000])
+def test_auction_bids_equal_the_reference(levels, eps, n):
+    """The auction's bids (a gathered buffer, two vectorized minima; batches bid in
+    parallel on the same prices) are those of the plain-Python reference: same prices to
+    the bit and same assignment, on graphs with many equal reduced costs, rows of one edge
+    and a row whose edges are all infinite; with one thread or two. n = 3,000 queues more
+    than a batch (BID_BATCH rows); both sizes end in the one-by-one tail."""
+    import numba as nb
+
+    from linkrisk.engine.matching import assignment as A
 
     rng = np.random.default_rng(levels)
-    n = 300
     (rows, cols, costs), _ = _graph(n, 6, rng, levels)
     keep = (rows % 7 != 3) | (cols == rows)  # some rows keep a single edge
     rows, cols, costs = rows[keep], cols[keep], costs[keep] / levels
     ip, ix, c = to_csr(rows, cols, costs, n)
     c[ip[5]:ip[6]] = np.inf  # a row that cannot bid
-    for max_steps in (40 * n, 77):  # a finished phase and one cut short
-        got = [np.zeros(n), np.full(n, -1, np.int64), np.full(n, -1, np.int64)]
-        want = [z.copy() for z in got]
-        touched = np.zeros(n, np.bool_)
-        left = _auction(ip, ix, c, *got, eps, max_steps, touched)
-        assert left == _auction_reference(ip, ix, c, *want, eps, max_steps)
-        for g, w in zip(got, want, strict=True):
-            assert np.array_equal(g, w)
-        assert touched.sum() > 0
+    threads = nb.get_num_threads()
+    try:
+        for max_steps in (40 * n, 77, 2 * n + 5):  # a finished phase and two cut short
+            want = [np.zeros(n), np.full(n, -1, np.int64), np.full(n, -1, np.int64)]
+            left = _auction_reference(ip, ix, c, *want, eps, max_steps, A.BID_BATCH,
+                                      A.BID_BATCH_MIN)
+            for t in sorted({1, threads}):
+                nb.set_num_threads(t)
+                got = [np.zeros(n), np.full(n, -1, np.int64), np.full(n, -1, np.int64)]
+                touched = np.zeros(n, np.bool_)
+                assert A._auction(ip, ix, c, *got, eps, max_steps, touched,
+                                  nb.config.NUMBA_NUM_THREADS) == left
+                for g, w in zip(got, want, strict=True):
+                    assert np.array_equal(g, w)
+                assert touched.sum() > 0
+    finally:
+        nb.set_num_threads(threads)
+
+
+def test_auction_phase_keeps_eps_complementary_slackness():
+    """A finished phase (batched bids included) leaves every row assigned to a column
+    within ε of its smallest reduced cost, each column to at most one row."""
+    import numba as nb
+
+    from linkrisk.engine.matching import assignment as A
+
+    n, eps = 5000, 0.01
+    rng = np.random.default_rng(5)
+    (rows, cols, costs), _ = _graph(n, 8, rng, 10**6)
+    ip, ix, c = to_csr(rows, cols, costs / 10**6, n)
+    v = np.zeros(n)
+    c4r, r4c = np.full(n, -1, np.int64), np.full(n, -1, np.int64)
+    assert A._auction(ip, ix, c, v, c4r, r4c, eps, 40 * n, np.zeros(n, np.bool_),
+                      nb.config.NUMBA_NUM_THREADS) == 0
+    assert (c4r >= 0).all() and np.array_equal(r4c[c4r], np.arange(n))
+    red = c - v[ix]
+    own = np.array([red[ip[i]:ip[i + 1]][ix[ip[i]:ip[i + 1]] == c4r[i]][0] for i in range(n)])
+    best = np.minimum.reduceat(red, ip[:-1])
+    assert (own <= best + eps * (1 + 1e-9)).all()
 
 
 def test_finite_range_equals_numpy_on_the_finite_entries():

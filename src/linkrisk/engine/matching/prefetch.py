@@ -1,6 +1,7 @@
 """A software prefetch for the compiled loops whose next memory access is known early.
 
-The auction (:func:`.assignment._auction`) bids row by row in queue order: each bid reads
+The auction (:func:`.assignment._auction`) bids in queue order (in a phase's tail row by
+row, before it in batches whose bids run in parallel): each bid reads
 a random row of the graph (its ``indptr`` entry, then its edges' columns and costs), and
 a bid's own work (a few hundred instructions) is too long for the processor to start the
 next row's loads out of order. So every bid waited on memory for the row it reads, far
