@@ -32,6 +32,13 @@ def _int_pair(n, m=3, n2=None, seed=0, spread=4):
     return a, b
 
 
+def _noisy(seed, n, m, noise):
+    """A standard normal file of n × m and a copy with Gaussian noise of that σ."""
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((n, m))
+    return a, a + noise * rng.standard_normal(a.shape)
+
+
 def _dense_opt(c):
     ri, ci = linear_sum_assignment(c)
     return float(c[ri, ci].sum())
@@ -121,9 +128,7 @@ def test_nearly_tight_pairs_found_by_the_certificate_join_the_graph(monkeypatch,
         return out
 
     monkeypatch.setattr(matching, "_certify", spy)
-    rng = np.random.default_rng(12)
-    a = rng.standard_normal((1500, 3))
-    b = a + 0.6 * rng.standard_normal(a.shape)
+    a, b = _noisy(12, 1500, 3, 0.6)
     r = min_cost_matching(a, b, root=True, solver="sparse", k=2, k_list=3, screen=screen)
     assert r.certified and r.info["rounds"] > 1
     assert r.total_cost == pytest.approx(_dense_opt(cdist(a, b)), rel=1e-9)
@@ -225,6 +230,40 @@ def test_bounds_carried_over_fresh_starts(monkeypatch, rise_eps, risen_max, rise
         r = min_cost_matching(a, b, root=True, solver="sparse", k=1, k_list=2)
         assert r.certified and r.info["restarts"] > 0
         assert r.total_cost == pytest.approx(_dense_opt(cdist(a, b)), rel=1e-9)
+
+
+@pytest.mark.parametrize("screen", [False, True])
+def test_row_bounds_stay_lower_bounds_across_fresh_starts(monkeypatch, screen):
+    # after every certificate, each row's bound is a lower bound of c_ij − v_j over the
+    # pairs outside both lists (c_ij > max(α_i, β_j)), outside the graph and outside the
+    # risen columns (scanned from the column side), by brute force; every round restarts
+    from linkrisk.engine.matching import solver as matching
+
+    monkeypatch.setattr(matching, "RESTART_FREE", 0.0)
+    seen = {"checks": 0, "risen": 0}
+    real = matching._certify
+
+    def cert(pw, pw_t, sa, lists, known, risen, delta, tol, stages):
+        out = real(pw, pw_t, sa, lists, known, risen, delta, tol, stages)
+        c = cdist(pw.x, pw.y)  # the solver's order of the records (seeded permutation)
+        outside = c > np.maximum(lists.alpha[:, None], lists.beta[None, :])
+        outside[:, risen] = False
+        # the graph's edges, and those found now (they join it), have their own checks
+        outside[np.repeat(np.arange(sa.n_rows), np.diff(sa.indptr)), sa.indices] = False
+        if out[0] is not None:
+            outside[out[0][0], out[0][1]] = False
+        r = np.where(outside, c - sa.v[None, :], np.inf).min(axis=1)
+        assert (known <= r + 1e-9).all()
+        seen["checks"] += 1
+        seen["risen"] += int(risen.sum())
+        return out
+
+    monkeypatch.setattr(matching, "_certify", cert)
+    a, b = _noisy(21, 1200, 2, 0.8)
+    r = min_cost_matching(a, b, root=True, solver="sparse", k=1, k_list=2, screen=screen)
+    assert r.certified and r.info["restarts"] > 0 and seen["checks"] > 2
+    assert seen["risen"] > 0
+    assert r.total_cost == pytest.approx(_dense_opt(cdist(a, b)), rel=1e-9)
 
 
 def test_transfer_bounds_keeps_the_most_risen_columns_within_the_room(monkeypatch):
