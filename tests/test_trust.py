@@ -471,6 +471,22 @@ def test_renamed_column_and_case_only_categories(tmp_path, capsys):
     assert code == 0, err
     assert re.search(r"warning: columns v2 only in the original; income only in the release.*"
                      r"'income' looks like 'v2' renamed", err)
+    # a column renamed by case only is named as a rename even when its values were
+    # masked beyond the profile test; with every column so renamed the one error names
+    # the pairs instead of only "no column in common"
+    m3 = linkrisk.mask(o, "noise", a=5.0, seed=2).rename(columns={"v2": "V2"})
+    m3.to_csv(tmp_path / "m3.csv", index=False)
+    code, _, err = run(["assess", tmp_path / "o.csv", tmp_path / "m3.csv", "-m", "dbrl"],
+                       capsys)
+    assert code == 2 and re.search(r"'V2' looks like 'v2' renamed", err), err
+    m4 = linkrisk.mask(o, "noise", a=0.3, seed=2).rename(columns=str.upper)
+    m4.to_csv(tmp_path / "m4.csv", index=False)
+    code, _, err = run(["assess", tmp_path / "o.csv", tmp_path / "m4.csv", "-m", "dbrl"],
+                       capsys)
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert code == 2 and len(lines) == 1, err
+    assert re.search(r"no column in common \(they differ only by case or blanks: "
+                     r"'v1' / 'V1', 'v2' / 'V2'", lines[0]), err
     # columns only in the original (the release leaves them out) are named, not refused
     m2 = linkrisk.mask(o, "noise", a=0.3, seed=2).drop(columns=["v2"])
     m2.to_csv(tmp_path / "m2.csv", index=False)

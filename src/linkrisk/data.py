@@ -8,7 +8,7 @@ B. Attribute kinds are ``numeric``, ``ordinal`` (ordered categories) and ``nomin
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -184,13 +184,30 @@ def unmatched_columns(original: pd.DataFrame, masked: pd.DataFrame,
     in_b, in_a = set(masked.columns), set(original.columns)
     only_a = [c for c in original.columns if c not in in_b and c not in ids]
     only_b = [c for c in masked.columns if c not in in_a and c not in ids]
-    renamed: dict[str, str] = {}
+    # a name that differs only by case or blanks is a rename whatever the values
+    renamed: dict[str, str] = dict(folded_names(only_a, only_b))
     for c in only_a:
         for d in only_b:
-            if d not in renamed.values() and _profile_match(original[c], masked[d], truth):
+            if (c not in renamed and d not in renamed.values()
+                    and _profile_match(original[c], masked[d], truth)):
                 renamed[c] = d
                 break
     return only_a, only_b, renamed
+
+
+def folded_names(names_a: Sequence[Hashable], names_b: Sequence[Hashable]
+                 ) -> dict[Hashable, Hashable]:
+    """{a: b} for the names of ``names_a`` and ``names_b`` that differ but are equal once
+    case and surrounding blanks are folded (``AGI`` and `` agi ``), each name used once."""
+    by_key: dict[str, Hashable] = {}
+    for b in names_b:
+        by_key.setdefault(str(b).strip().casefold(), b)
+    out: dict[Hashable, Hashable] = {}
+    for a in names_a:
+        b = by_key.get(str(a).strip().casefold())
+        if b is not None and b != a and b not in out.values():
+            out[a] = b
+    return out
 
 
 def _one_file_note(only_a: Sequence[str], only_b: Sequence[str],
@@ -352,9 +369,14 @@ def select_qi(
         return cols
     cols = [c for c in original.columns if c in set(masked.columns) and c not in id_cols]
     if not cols:
+        folded = folded_names([c for c in original.columns if c not in id_cols],
+                              list(masked.columns))
+        hint = (" (they differ only by case or blanks: "
+                + ", ".join(f"{a!r} / {b!r}" for a, b in list(folded.items())[:4])
+                + (" …" if len(folded) > 4 else "") + ")") if folded else ""
         raise LinkriskError(
-            "the two files have no column in common; name the QI columns with --qi "
-            "(files must use the same column names)"
+            f"the two files have no column in common{hint}; give the columns the same "
+            "names in both files, or name the QI columns with --qi"
         )
     only_a, only_b, renamed = unmatched_columns(original, masked, id_cols, truth)
     if screen:
