@@ -57,9 +57,10 @@ transport between distinct records, also certified (:mod:`linkrisk.engine.matchi
 
 Ties: with duplicate records several matchings are optimal. Rows are processed in a
 seeded random order so the reported one does not favour the truth. ``ties="matching"``
-(default) scores the reported matching (correct = fixed point); ``ties="expected"``
-computes C(a) = partners of a over *all* optimal matchings and scores χ(true ∈ C(a))/|C(a)|
-as DBRL does.
+(default) scores the reported matching averaged over the permutations of identical records
+(:mod:`.orbit`: correct = fixed point when no record repeats; the draw's own count is
+``fixed_points``); ``ties="expected"`` computes C(a) = partners of a over *all* optimal
+matchings and scores χ(true ∈ C(a))/|C(a)| as DBRL does.
 """
 
 from __future__ import annotations
@@ -86,6 +87,7 @@ from ..errors import LinkriskError
 from ..params import Param
 from .base import KINDS, LinkContext, Outcome, register
 from .distance import METRICS, space
+from .orbit import orbit_probabilities
 
 
 @register("gdbrl", "global DBRL: minimum-cost perfect matching (the release is a bijection)",
@@ -106,8 +108,8 @@ from .distance import METRICS, space
                                          f"(default {DEFAULT_K}; {SCREEN_K} for the "
                                          "float32-screened lists of large Euclidean files)"),
               Param("ties", str, "matching", choices=("matching", "expected"),
-                    help="score the reported matching, or every optimal matching's partners "
-                         "with the χ/|C| rule"),
+                    help="score the reported matching (averaged over identical records), "
+                         "or every optimal matching's partners with the χ/|C| rule"),
               Param("pad", bool, True, help="allow files of different sizes (dummy records at "
                                             "a constant cost)"),
               Param("dense_max_n", int, DENSE_MAX_N, help="largest file solver='auto' solves "
@@ -182,6 +184,7 @@ def gdbrl(
         res = blocked_matching(pw, ctx.blocks, row_limit=row_limit, progress=ctx.progress,
                                **opts)
     sets = _sets(res, truth, true_cost, extra)
+    _average_identical(ctx, sets, truth, ties, approx, extra)
     extra.update(ties=ties)
     extra.update({k_: v for k_, v in res.info.items() if k_ not in ("k",)})
     return Outcome(sets, extra)
@@ -341,6 +344,7 @@ def _missing(ctx: LinkContext, metric: str, kw: dict[str, Any], delta: float | s
     linked = res.link >= 0
     extra["no_information_links"] = int(np.isinf(res.cost[linked]).sum())
     sets = _sets(res, truth, true_cost, extra)
+    _average_identical(ctx, sets, truth, ties, approx, extra)
     extra.update(ties=ties)
     extra.update({k_: v for k_, v in res.info.items() if k_ not in ("k",)})
     return Outcome(sets, extra)
@@ -451,6 +455,20 @@ def _sets(res: Matching, truth: np.ndarray, true_cost: np.ndarray, extra: dict[s
                  n_edges=res.n_edges, dummies=int((~linked).sum()))
     return NearestSets(min_score=res.cost, count=count, true_in_set=true_in,
                        true_score=true_cost, link=link)
+
+
+def _average_identical(ctx: LinkContext, sets: NearestSets, truth: np.ndarray, ties: str,
+                       approx: str | None, extra: dict[str, Any]) -> None:
+    """Under ties="matching", the matching's correct links averaged over the permutations
+    of identical records (:mod:`.orbit`: the solver's choice among them is a seeded draw).
+    Not with ``approx``: its per-record limits come from each record's true partner, so
+    identical records are not interchangeable there."""
+    if ties != "matching" or approx is not None:
+        return
+    p = orbit_probabilities(ctx, sets.link, truth)
+    if p is not None:
+        sets.prob = p
+        extra["expected_correct_links"] = float(p.sum())
 
 
 def _need_truth(has: np.ndarray, what: str) -> None:

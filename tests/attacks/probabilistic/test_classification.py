@@ -1,5 +1,7 @@
 """prl's thresholds and one-to-one assignment (classification.py)."""
 
+from collections import Counter
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -63,7 +65,16 @@ def test_one_to_one_is_an_optimal_assignment():
     assert sorted(link) == list(range(120))
     r, c = linear_sum_assignment(d)
     assert d[np.arange(120), link].sum() == pytest.approx(d[r, c].sum())
-    assert res.correct_links == (link == np.arange(120)).sum()
+    # the correct links: the assignment's, averaged over the permutations of identical
+    # records (each keeps the cost), counted here from the classes directly
+    assert res.extra["fixed_points"] == (link == np.arange(120)).sum()
+    ka = [tuple(row) for row in a.astype(str).to_numpy()]
+    kb = [tuple(row) for row in b.astype(str).to_numpy()]
+    size_a, size_b = Counter(ka), Counter(kb)
+    flow = Counter((ka[i], kb[link[i]]) for i in range(120))
+    want = sum(flow[ka[i], kb[i]] / (size_a[ka[i]] * size_b[kb[i]]) for i in range(120))
+    assert max(size_a.values()) > 1  # the case has identical records
+    assert res.correct_links == pytest.approx(want, rel=1e-12)
     assert res.extra["candidate_search"] == "assignment"
 
 
@@ -75,8 +86,11 @@ def test_one_to_one_ties_do_not_favour_row_order():
     res = linkrisk.attack(a, a.copy(), method="prl", one_to_one=True, seed=3)
     link = res.per_record["link"].to_numpy()
     assert sorted(link) == list(range(300))
-    assert res.correct_links <= 15  # a random permutation has ~1 fixed point
+    assert res.extra["fixed_points"] <= 15  # a random permutation has ~1 fixed point
     again = linkrisk.attack(a, a.copy(), method="prl", one_to_one=True, seed=3)
     assert (again.per_record["link"].to_numpy() == link).all()
     other = linkrisk.attack(a, a.copy(), method="prl", one_to_one=True, seed=4)
     assert not (other.per_record["link"].to_numpy() == link).all()
+    # the reported links: the expectation over the permutations of the 300 identical
+    # records, 300 · 1/300, whatever the seed's draw
+    assert res.correct_links == pytest.approx(1.0) == other.correct_links

@@ -21,6 +21,7 @@ from ...errors import LinkriskError
 from ...params import Param
 from ..base import LinkContext, Outcome, register
 from ..categorical import MAX_CATEGORIES
+from ..orbit import orbit_probabilities
 from .blocked import (
     Layout,
     blocked_assignment,
@@ -190,6 +191,13 @@ def _outcome(ctx: LinkContext, cmp: Comparison, fit: EMFit, wa: np.ndarray, wd: 
     if not fit.converged:
         warnings.warn(f"prl: EM stopped after {fit.iterations} cycles without converging; "
                       "raise max_iter", RuntimeWarning, stacklevel=3)
+    if chosen == "assignment":
+        # the assignment's correct links averaged over its identical records (the
+        # solver's choice among them is a seeded draw): linkrisk.attacks.orbit
+        p = orbit_probabilities(ctx, sets.link, ctx.truth)
+        if p is not None:
+            sets.prob = p
+            extra["fixed_points"] = int(sets.true_in_set.sum())
     return Outcome(sets, extra)
 
 

@@ -21,17 +21,23 @@ __all__ = ["DEFAULT_MEMORY_BUDGET", "NearestSets", "exact_sets", "plan_blocks"]
 @dataclass
 class NearestSets:
     """For every attacker record a: the minimal score, |C(a)|, whether its true image is in
-    C(a), and one link chosen uniformly (seeded) among C(a)."""
+    C(a), and one link chosen uniformly (seeded) among C(a). ``prob``, when set, replaces
+    χ/|C| as the probability of a correct link (a one-to-one matching averaged over its
+    identical records: :mod:`linkrisk.attacks.orbit`)."""
 
     min_score: np.ndarray    # float64 (n_a,)
     count: np.ndarray        # int64 (n_a,) = |C(a)|
     true_in_set: np.ndarray  # bool (n_a,)
     true_score: np.ndarray   # float64 (n_a,), inf when a has no true image
     link: np.ndarray         # int64 (n_a,)
+    prob: np.ndarray | None = None  # float64 (n_a,)
 
     @property
     def correct(self) -> np.ndarray:
-        """χ(true(a) ∈ C(a)) / |C(a)|: expected correct link under random tie breaking."""
+        """χ(true(a) ∈ C(a)) / |C(a)|: expected correct link under random tie breaking (or
+        ``prob`` when set)."""
+        if self.prob is not None:
+            return self.prob
         return np.where(self.true_in_set, 1.0 / np.maximum(self.count, 1), 0.0)
 
 
