@@ -121,6 +121,18 @@ GDBRL and GDBRL-δ (δ = owner) under the Hamming distance; R = 20 (Household), 
 (Adult). The transcription holds no published cells for this setting, so these are
 linkrisk's figures only.
 
+**Identical released records.** After PRAM the release repeats records, so GDBRL has
+several optimal matchings that differ only by which of two identical released records
+takes which partner. GDBRL's cells count the matching's correct links averaged over those
+permutations (docs/methods.md, `gdbrl`, "Ties"), not the seeded draw among them. These
+cells were recomputed with that rule from the same seeds (the masked files are unchanged:
+DBRL's cells are identical to the digit). Against the draw's own count, the means moved by
++0.37 points (Household, both GDBRL rows) and by −0.10 and −0.02 points (Adult, GDBRL and
+GDBRL-δ). The MicDP cells of Tables 2 and 6 (groups of k identical released records) were
+recomputed the same way on 2026-11-27; there the draw was the noisiest part of the figure
+(k = 15, ε = 10, GDBRL: 21.7 ± 5.4 over the replications before, 21.8 ± 2.0 now) and no
+verdict changed.
+
 **PRAM as sdcMicro implements it.** sdcMicro's `pram()` (R/pram.R, read in the sdcTools
 and CRAN repositories across versions) builds, per variable, P with p_cc ~ U(pd, 1) and
 off-diagonals (1 − p_cc)/(L − 1), the backward matrix Q_kj = P_jk·p_j / Σ_i p_i P_ik, and
