@@ -1,6 +1,7 @@
 """A one-to-one matching's correct links averaged over its identical records (orbit.py)."""
 
 import itertools
+from collections import Counter
 
 import numpy as np
 import pandas as pd
@@ -8,6 +9,15 @@ import pytest
 
 import linkrisk
 from linkrisk.attacks.orbit import expected_correct, record_classes
+
+
+def class_average(ka: list, kb: list, link: np.ndarray) -> float:
+    """Expected correct links (truth = row order) of ``link`` averaged over identical
+    records, counted from the records' keys ``ka``, ``kb`` with Counters: the formula of
+    orbit.py written independently, for the attacks' tests."""
+    size_a, size_b = Counter(ka), Counter(kb)
+    flow = Counter((ka[i], kb[link[i]]) for i in range(len(ka)) if link[i] >= 0)
+    return sum(flow[ka[i], kb[i]] / (size_a[ka[i]] * size_b[kb[i]]) for i in range(len(ka)))
 
 
 def _perms_within(classes: np.ndarray):

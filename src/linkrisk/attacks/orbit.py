@@ -30,25 +30,31 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from ..grouping import row_groups
 from .base import LinkContext
 
 
 def record_classes(df: pd.DataFrame, cols: Sequence[str], block: np.ndarray | None = None
                    ) -> np.ndarray | None:
     """Class number per row: rows with equal values in ``cols`` (missing equals missing)
-    and equal ``block`` codes share one. None when every row is its own class (checked
-    first on single columns: continuous files have one whose values are all distinct)."""
+    and equal ``block`` codes (−1: a missing key) share one. None when every row is its
+    own class (continuous files usually have a column whose values are all distinct: then
+    the others are not read)."""
     n = df.shape[0]
-    if n == 0:
-        return None
-    if any(df[c].nunique(dropna=False) == n for c in cols):
-        return None
-    codes = [pd.factorize(df[c], use_na_sentinel=False)[0].astype(np.int64) for c in cols]
+    codes, size = [], []
+    for c in cols:
+        k, uniq = pd.factorize(df[c], use_na_sentinel=False)
+        if len(uniq) == n:
+            return None
+        codes.append(k)
+        size.append(len(uniq))
     if block is not None:
-        codes.append(np.asarray(block, np.int64))
-    _, inv = np.unique(np.column_stack(codes), axis=0, return_inverse=True)
-    inv = inv.reshape(-1).astype(np.int64)
-    return None if inv.max(initial=-1) + 1 == n else inv
+        codes.append(np.asarray(block, np.int64) + 1)
+        size.append(int(codes[-1].max(initial=0)) + 1)
+    if n == 0 or not codes:
+        return None
+    ids, g = row_groups(np.column_stack(codes).astype(np.int64), np.asarray(size))
+    return None if g == n else ids
 
 
 def expected_correct(link: np.ndarray, truth: np.ndarray, ca: np.ndarray, cb: np.ndarray

@@ -1,7 +1,5 @@
 """prl's thresholds and one-to-one assignment (classification.py)."""
 
-from collections import Counter
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -15,6 +13,7 @@ from tests.attacks.probabilistic.conftest import (
     brute_scores,
     pram_files,
 )
+from tests.attacks.test_orbit import class_average
 
 
 def test_thresholds_respect_error_bounds_and_class_counts():
@@ -70,11 +69,8 @@ def test_one_to_one_is_an_optimal_assignment():
     assert res.extra["fixed_points"] == (link == np.arange(120)).sum()
     ka = [tuple(row) for row in a.astype(str).to_numpy()]
     kb = [tuple(row) for row in b.astype(str).to_numpy()]
-    size_a, size_b = Counter(ka), Counter(kb)
-    flow = Counter((ka[i], kb[link[i]]) for i in range(120))
-    want = sum(flow[ka[i], kb[i]] / (size_a[ka[i]] * size_b[kb[i]]) for i in range(120))
-    assert max(size_a.values()) > 1  # the case has identical records
-    assert res.correct_links == pytest.approx(want, rel=1e-12)
+    assert len(set(ka)) < len(ka)  # the case has identical records
+    assert res.correct_links == pytest.approx(class_average(ka, kb, link), rel=1e-12)
     assert res.extra["candidate_search"] == "assignment"
 
 
